@@ -1,0 +1,599 @@
+// Package analysis turns a trace.Profile into per-step metrics, exactly as
+// DESIGN.md's "Metric definitions" states them, and summarizes them over the
+// steps.
+//
+// Steps. The host window [h0, h1) of a step is its iteration range on the
+// CPU (ProfilerStep#N, or an NVTX range matching the step pattern). A GPU op
+// belongs to the step whose host window holds the start of its launching API
+// call. The step's window is [s0, s1) with s0 = max(h0, previous s1) and
+// s1 = max(h1, end of the step's last GPU op), so consecutive steps tile the
+// timeline and a step's time is what the GPU experienced. GPU ops without a
+// launching call in any host window (work launched by another thread, or a
+// call outside the capture) are given to the step whose window holds their
+// start.
+package analysis
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gpugate/trace"
+)
+
+// Default patterns.
+var (
+	DefaultStepPattern = regexp.MustCompile(`^(ProfilerStep#\d+|train_step|training_step|step)\b`)
+	DefaultDataPattern = regexp.MustCompile(`DataLoader.*__next__|train_dataloader_next`)
+	DefaultCommPattern = regexp.MustCompile(`(?i)nccl|rccl`)
+	// Host operations that force a device-to-host sync in PyTorch. They stand
+	// in for CUDA sync calls in profiles without GPU activity: .item() runs
+	// aten::_local_scalar_dense, .tolist() aten::tolist; the NVTX injection
+	// names its ranges sync:Tensor.item[...] and so on.
+	DefaultSyncProxyPattern = regexp.MustCompile(`^(aten::_local_scalar_dense|aten::tolist)$|^sync:`)
+)
+
+// Options select the patterns that define steps, data-loader ranges and
+// communication kernels. Nil fields take the defaults.
+type Options struct {
+	StepPattern      *regexp.Regexp
+	DataPattern      *regexp.Regexp
+	CommPattern      *regexp.Regexp
+	SyncProxyPattern *regexp.Regexp
+}
+
+func (o Options) withDefaults() Options {
+	if o.StepPattern == nil {
+		o.StepPattern = DefaultStepPattern
+	}
+	if o.DataPattern == nil {
+		o.DataPattern = DefaultDataPattern
+	}
+	if o.CommPattern == nil {
+		o.CommPattern = DefaultCommPattern
+	}
+	if o.SyncProxyPattern == nil {
+		o.SyncProxyPattern = DefaultSyncProxyPattern
+	}
+	return o
+}
+
+// Copies holds the memcpys of one direction in a step.
+type Copies struct {
+	Count    int   `json:"count"`
+	Bytes    int64 `json:"bytes"`
+	Time     int64 `json:"time_ns"`
+	Pageable int   `json:"pageable"` // copies from or to pageable host memory
+}
+
+// Step holds the metrics of one step. Times are ns.
+type Step struct {
+	Name               string
+	HostStart, HostEnd int64 // [h0, h1)
+	Start, End         int64 // [s0, s1)
+
+	Kernels  int
+	GPUBusy  int64 // union of all GPU activity in the window
+	CPUWait  int64 // idle time during which the next GPU op was not launched yet
+	DataWait int64 // the part of CPUWait under data-loader ranges (host time in them without GPU)
+
+	SyncCalls int
+	SyncTime  int64
+
+	H2D, D2H, D2D Copies
+
+	Compute     int64 // union of non-communication kernels and memsets
+	CommTime    int64 // union of communication kernels
+	ExposedComm int64 // communication not overlapped by compute
+	ExposedCopy int64 // memcpy not overlapped by compute or communication
+
+	LaunchOverhead int64   // median host duration of kernel launch calls
+	ShortKernels   float64 // share of launched kernels shorter than their launch call
+	Launches       int     // kernel launch calls in the host window
+}
+
+// StepTime is s1 - s0.
+func (s *Step) StepTime() int64 { return s.End - s.Start }
+
+// GPUIdle is StepTime - GPUBusy.
+func (s *Step) GPUIdle() int64 { return s.StepTime() - s.GPUBusy }
+
+// GPUUtil is GPUBusy / StepTime, 0 for an empty step.
+func (s *Step) GPUUtil() float64 {
+	if s.StepTime() <= 0 {
+		return 0
+	}
+	return float64(s.GPUBusy) / float64(s.StepTime())
+}
+
+// Gap is an interval during which no GPU activity ran.
+type Gap struct {
+	Start, End int64
+	// HostWait is true when the op that ends the gap was launched at or
+	// after the gap began (or nothing was queued at all): the GPU waited
+	// for the CPU.
+	HostWait bool
+	// Next is the op that ends the gap, -1 for a trailing gap.
+	Next int
+}
+
+// Result is the analysis of one profile.
+type Result struct {
+	Profile *trace.Profile
+	// HasGPU is false for profiles without any GPU activity or CUDA API
+	// call; GPU metrics are then absent, never zero.
+	HasGPU bool
+	// WholeProfile is true when no step markers were found and the whole
+	// profile is reported as one window.
+	WholeProfile bool
+	Steps        []Step
+
+	// Span of every event in the profile, and its totals.
+	Start, End  int64
+	Kernels     int
+	MemcpyCount int
+	GPUBusy     int64
+
+	// Gaps are the GPU idle intervals inside the steps' windows.
+	Gaps []Gap
+	// Launch maps each GPU op (index in Profile.GPU) to its launching API
+	// call (index in Profile.API), or -1.
+	Launch []int32
+
+	Warnings []string
+}
+
+func (r *Result) warnf(format string, args ...any) {
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+// Analyze computes the per-step metrics of p. The profile's event lists must
+// be sorted (trace.Profile.Sort); the readers do that.
+func Analyze(p *trace.Profile, opt Options) *Result {
+	opt = opt.withDefaults()
+	r := &Result{Profile: p, HasGPU: len(p.GPU) > 0 || len(p.API) > 0}
+	r.Warnings = append(r.Warnings, p.Warnings...)
+	r.span()
+
+	hosts := findSteps(p, opt.StepPattern)
+	if len(hosts) == 0 {
+		r.WholeProfile = true
+		r.warnf("no step markers matching %q: the whole profile is reported as one window; pass --step-pattern to name the iteration ranges", opt.StepPattern.String())
+		hosts = []hostStep{{name: "(whole profile)", lo: r.Start, hi: r.End}}
+	}
+	if !r.HasGPU {
+		r.warnf("no GPU activity in the trace: GPU metrics are absent; data_wait is host time in data-loader ranges and sync_calls counts host sync operations")
+	}
+	r.Steps = make([]Step, len(hosts))
+	for i, h := range hosts {
+		r.Steps[i] = Step{Name: h.name, HostStart: h.lo, HostEnd: h.hi}
+	}
+
+	r.link()
+	opStep := r.windows()
+	windows := make([]span, len(r.Steps))
+	for i := range r.Steps {
+		windows[i] = span{r.Steps[i].Start, r.Steps[i].End}
+	}
+
+	r.hostCalls(opt)
+	data := dataRanges(p, opt.DataPattern)
+	if r.HasGPU {
+		r.gpuMetrics(opt, opStep, windows, data)
+	} else {
+		for i, d := range perWindow(data, windows) {
+			r.Steps[i].DataWait = d
+		}
+	}
+	return r
+}
+
+type hostStep struct {
+	name   string
+	lo, hi int64
+}
+
+// findSteps returns the outermost ranges matching re on the thread that has
+// most of them, in time order, made disjoint.
+func findSteps(p *trace.Profile, re *regexp.Regexp) []hostStep {
+	match := p.Names.Match(re)
+	perThread := map[int64]int{}
+	for i := range p.Ranges {
+		if match[p.Ranges[i].Name] {
+			perThread[p.Ranges[i].Thread]++
+		}
+	}
+	best, bestN := int64(0), 0
+	for t, n := range perThread {
+		if n > bestN || n == bestN && t < best {
+			best, bestN = t, n
+		}
+	}
+	var out []hostStep
+	for i := range p.Ranges {
+		rg := &p.Ranges[i]
+		if !match[rg.Name] || rg.Thread != best {
+			continue
+		}
+		lo := rg.Start
+		if n := len(out); n > 0 {
+			if rg.End <= out[n-1].hi {
+				continue // nested inside the previous step
+			}
+			lo = max(lo, out[n-1].hi)
+		}
+		out = append(out, hostStep{name: p.Names.String(rg.Name), lo: lo, hi: rg.End})
+	}
+	return out
+}
+
+// span sets the profile-wide extent and totals.
+func (r *Result) span() {
+	p := r.Profile
+	first := true
+	add := func(lo, hi int64) {
+		if first {
+			r.Start, r.End, first = lo, hi, false
+			return
+		}
+		r.Start, r.End = min(r.Start, lo), max(r.End, hi)
+	}
+	for i := range p.GPU {
+		add(p.GPU[i].Start, p.GPU[i].End)
+		switch p.GPU[i].Kind {
+		case trace.Kernel:
+			r.Kernels++
+		case trace.Memcpy:
+			r.MemcpyCount++
+		}
+	}
+	for i := range p.API {
+		add(p.API[i].Start, p.API[i].End)
+	}
+	for i := range p.Ranges {
+		add(p.Ranges[i].Start, p.Ranges[i].End)
+	}
+}
+
+// link finds each GPU op's launching API call by correlation id and process.
+func (r *Result) link() {
+	p := r.Profile
+	r.Launch = make([]int32, len(p.GPU))
+	byCorr := make(map[uint64]int32, len(p.API))
+	for i := range p.API {
+		if c := p.API[i].Corr; c != 0 {
+			byCorr[corrKey(p.API[i].Process, c)] = int32(i)
+		}
+	}
+	unlinked := 0
+	for i := range p.GPU {
+		r.Launch[i] = -1
+		if c := p.GPU[i].Corr; c != 0 {
+			if a, ok := byCorr[corrKey(p.GPU[i].Process, c)]; ok {
+				r.Launch[i] = a
+				continue
+			}
+		}
+		unlinked++
+	}
+	if unlinked > 0 && len(p.API) > 0 {
+		r.warnf("%d of %d GPU ops have no launching API call in the trace; they are attributed to steps by their start time", unlinked, len(p.GPU))
+	}
+}
+
+func corrKey(proc int32, corr int64) uint64 {
+	return uint64(uint32(proc))<<40 ^ uint64(corr)
+}
+
+// stepAt returns the index of the step whose host window holds t, or -1.
+func (r *Result) stepAt(t int64) int {
+	i, _ := slices.BinarySearchFunc(r.Steps, t, func(s Step, t int64) int {
+		return cmp.Compare(s.HostStart, t)
+	})
+	// i is the first step with HostStart >= t.
+	if i < len(r.Steps) && r.Steps[i].HostStart == t {
+		return i
+	}
+	if i > 0 && t < r.Steps[i-1].HostEnd {
+		return i - 1
+	}
+	return -1
+}
+
+// windowAt returns the index of the step whose window [s0, s1) holds t, or -1.
+func (r *Result) windowAt(t int64) int {
+	i, _ := slices.BinarySearchFunc(r.Steps, t, func(s Step, t int64) int {
+		return cmp.Compare(s.Start, t)
+	})
+	if i < len(r.Steps) && r.Steps[i].Start == t && r.Steps[i].End > t {
+		return i
+	}
+	if i > 0 && t < r.Steps[i-1].End {
+		return i - 1
+	}
+	return -1
+}
+
+// windows assigns GPU ops to steps and sets every step's [s0, s1).
+// It returns the step of each GPU op, -1 for none.
+func (r *Result) windows() []int32 {
+	p := r.Profile
+	opStep := make([]int32, len(p.GPU))
+	lastEnd := make([]int64, len(r.Steps))
+	for i := range r.Steps {
+		lastEnd[i] = r.Steps[i].HostEnd
+	}
+	for i := range p.GPU {
+		opStep[i] = -1
+		if a := r.Launch[i]; a >= 0 {
+			if s := r.stepAt(p.API[a].Start); s >= 0 {
+				opStep[i] = int32(s)
+				lastEnd[s] = max(lastEnd[s], p.GPU[i].End)
+			}
+		}
+	}
+	var prev int64
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		s.Start, s.End = s.HostStart, lastEnd[i]
+		if i > 0 {
+			s.Start = max(s.Start, prev)
+		}
+		s.End = max(s.End, s.Start)
+		prev = s.End
+	}
+	for i := range p.GPU {
+		if opStep[i] < 0 {
+			opStep[i] = int32(r.windowAt(p.GPU[i].Start))
+		}
+	}
+	return opStep
+}
+
+// syncAPI reports whether a CUDA/HIP API call blocks the host until the
+// device catches up. Names have their version suffix stripped already.
+func syncAPI(name string) bool {
+	for _, pre := range [...]string{"cuda", "cu", "hip"} {
+		rest, ok := strings.CutPrefix(name, pre)
+		if !ok {
+			continue
+		}
+		switch rest {
+		case "DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "CtxSynchronize":
+			return true
+		}
+		if strings.HasPrefix(rest, "Memcpy") && !strings.Contains(rest, "Async") {
+			return true
+		}
+	}
+	return false
+}
+
+// launchAPI reports whether an API call launches a kernel or a graph.
+func launchAPI(name string) bool {
+	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel") ||
+		strings.Contains(name, "GraphLaunch")
+}
+
+// hostCalls counts sync calls and launch statistics per step.
+func (r *Result) hostCalls(opt Options) {
+	p := r.Profile
+	if !r.HasGPU {
+		proxy := p.Names.Match(opt.SyncProxyPattern)
+		for i := range p.Ranges {
+			rg := &p.Ranges[i]
+			if !proxy[rg.Name] {
+				continue
+			}
+			if s := r.stepAt(rg.Start); s >= 0 {
+				r.Steps[s].SyncCalls++
+				r.Steps[s].SyncTime += rg.End - rg.Start
+			}
+		}
+		return
+	}
+	isSync := make([]int8, p.Names.Len()) // 0 unknown, 1 sync, 2 launch, 3 other
+	launchDur := make([][]int64, len(r.Steps))
+	for i := range p.API {
+		a := &p.API[i]
+		k := isSync[a.Name]
+		if k == 0 {
+			name := p.Names.String(a.Name)
+			switch {
+			case syncAPI(name):
+				k = 1
+			case launchAPI(name):
+				k = 2
+			default:
+				k = 3
+			}
+			isSync[a.Name] = k
+		}
+		if k == 3 {
+			continue
+		}
+		s := r.stepAt(a.Start)
+		if s < 0 {
+			continue
+		}
+		if k == 1 {
+			r.Steps[s].SyncCalls++
+			r.Steps[s].SyncTime += a.End - a.Start
+		} else {
+			launchDur[s] = append(launchDur[s], a.End-a.Start)
+		}
+	}
+	for i, d := range launchDur {
+		r.Steps[i].Launches = len(d)
+		if len(d) > 0 {
+			slices.Sort(d)
+			r.Steps[i].LaunchOverhead = medianSorted(d)
+		}
+	}
+}
+
+func medianSorted(d []int64) int64 {
+	n := len(d)
+	if n%2 == 1 {
+		return d[n/2]
+	}
+	return (d[n/2-1] + d[n/2]) / 2
+}
+
+// dataRanges is the union of data-loader ranges on any host thread.
+func dataRanges(p *trace.Profile, re *regexp.Regexp) []span {
+	match := p.Names.Match(re)
+	var in []span
+	for i := range p.Ranges {
+		if match[p.Ranges[i].Name] {
+			in = append(in, span{p.Ranges[i].Start, p.Ranges[i].End})
+		}
+	}
+	return unionSorted(in) // Ranges are sorted by start
+}
+
+func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []span) {
+	p := r.Profile
+	comm := p.Names.Match(opt.CommPattern)
+	var all, computeIn, commIn, copyIn []span
+	for i := range p.GPU {
+		op := &p.GPU[i]
+		s := span{op.Start, op.End}
+		all = append(all, s)
+		switch {
+		case op.Kind == trace.Memcpy:
+			copyIn = append(copyIn, s)
+		case op.Kind == trace.Kernel && comm[op.Name]:
+			commIn = append(commIn, s)
+		default:
+			computeIn = append(computeIn, s)
+		}
+		st := opStep[i]
+		if st < 0 {
+			continue
+		}
+		step := &r.Steps[st]
+		switch op.Kind {
+		case trace.Kernel:
+			step.Kernels++
+		case trace.Memcpy:
+			var c *Copies
+			switch op.Copy {
+			case trace.HtoD:
+				c = &step.H2D
+			case trace.DtoH:
+				c = &step.D2H
+			case trace.DtoD, trace.PtoP:
+				c = &step.D2D
+			default:
+				continue
+			}
+			c.Count++
+			c.Bytes += op.Bytes
+			c.Time += op.End - op.Start
+			if op.Src == trace.Pageable || op.Dst == trace.Pageable {
+				c.Pageable++
+			}
+		}
+	}
+	busy := unionSorted(all)
+	r.GPUBusy = total(busy)
+	compute, commU, copies := unionSorted(computeIn), unionSorted(commIn), unionSorted(copyIn)
+	exposedComm := subtract(commU, compute)
+	exposedCopy := subtract(subtract(copies, compute), commU)
+	busyW := perWindow(busy, windows)
+	computeW := perWindow(compute, windows)
+	commW := perWindow(commU, windows)
+	exCommW := perWindow(exposedComm, windows)
+	exCopyW := perWindow(exposedCopy, windows)
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		s.GPUBusy, s.Compute, s.CommTime, s.ExposedComm, s.ExposedCopy = busyW[i], computeW[i], commW[i], exCommW[i], exCopyW[i]
+	}
+
+	r.gaps(busy, windows)
+	var wait []span
+	for _, g := range r.Gaps {
+		if g.HostWait {
+			wait = append(wait, span{g.Start, g.End})
+		}
+	}
+	for i, w := range perWindow(wait, windows) {
+		r.Steps[i].CPUWait = w
+	}
+	for i, d := range perWindow(intersect(wait, data), windows) {
+		r.Steps[i].DataWait = d
+	}
+	r.shortKernels(opStep)
+}
+
+// gaps finds the idle intervals between busy islands inside the steps'
+// windows and classifies them (DESIGN.md, cpu_wait; HTA's "host wait").
+func (r *Result) gaps(busy []span, windows []span) {
+	if len(windows) == 0 {
+		return
+	}
+	p := r.Profile
+	lo, hi := windows[0].lo, windows[len(windows)-1].hi
+	// hostWait reports whether the ops starting at t (the end of a gap that
+	// began at g0) were all launched at or after g0.
+	hostWait := func(g0, t int64) (bool, int) {
+		i, _ := slices.BinarySearchFunc(p.GPU, t, func(op trace.GPUOp, t int64) int { return cmp.Compare(op.Start, t) })
+		first := i
+		linked := false
+		for ; i < len(p.GPU) && p.GPU[i].Start == t; i++ {
+			a := r.Launch[i]
+			if a < 0 {
+				continue
+			}
+			linked = true
+			if p.API[a].Start < g0 {
+				return false, first
+			}
+		}
+		return linked, first
+	}
+	prevEnd := lo
+	for _, b := range busy {
+		if b.hi <= lo {
+			continue
+		}
+		if b.lo >= hi {
+			break
+		}
+		if b.lo > prevEnd {
+			hw, next := hostWait(prevEnd, b.lo)
+			r.Gaps = append(r.Gaps, Gap{Start: prevEnd, End: b.lo, HostWait: hw, Next: next})
+		}
+		prevEnd = max(prevEnd, b.hi)
+	}
+	if prevEnd < hi {
+		// Nothing runs until the end of the last window: nothing was queued,
+		// so the GPU waited for the host.
+		r.Gaps = append(r.Gaps, Gap{Start: prevEnd, End: hi, HostWait: true, Next: -1})
+	}
+}
+
+func (r *Result) shortKernels(opStep []int32) {
+	p := r.Profile
+	short := make([]int, len(r.Steps))
+	launched := make([]int, len(r.Steps))
+	for i := range p.GPU {
+		op := &p.GPU[i]
+		a := r.Launch[i]
+		if op.Kind != trace.Kernel || a < 0 || opStep[i] < 0 {
+			continue
+		}
+		launched[opStep[i]]++
+		if op.End-op.Start < p.API[a].End-p.API[a].Start {
+			short[opStep[i]]++
+		}
+	}
+	for i := range r.Steps {
+		if launched[i] > 0 {
+			r.Steps[i].ShortKernels = float64(short[i]) / float64(launched[i])
+		}
+	}
+}

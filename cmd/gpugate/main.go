@@ -1,0 +1,194 @@
+// Command gpugate is a performance regression gate for GPU training jobs.
+// See doc.go for the manual.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := gpugate(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes follow diff(1).
+const (
+	exitOK         = 0
+	exitRegression = 1
+	exitTrouble    = 2
+)
+
+// command is one entry of the command table.
+type command struct {
+	usage string // "analyze [-format text|json] TRACE..."; the name is the words before the first flag
+	short string // one line for `gpugate help`
+	long  string // full help, in sentences
+	flags func(fs *flag.FlagSet) func(ctx context.Context, stdout, stderr io.Writer, args []string) error
+}
+
+func (c *command) name() string {
+	var words []string
+	for _, w := range strings.Fields(c.usage) {
+		if strings.HasPrefix(w, "[") || strings.HasPrefix(w, "-") || strings.ToUpper(w) == w {
+			break
+		}
+		words = append(words, w)
+	}
+	return strings.Join(words, " ")
+}
+
+var commands []*command
+
+func init() {
+	commands = []*command{analyzeCmd, versionCmd}
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit code with no further message (a regression).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// gpugate runs one command line and returns the exit code.
+func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		return help(args, stdout, stderr)
+	}
+	cmd, rest := lookup(args)
+	if cmd == nil {
+		fmt.Fprintf(stderr, "gpugate: unknown command %q; run 'gpugate help'\n", strings.Join(args[:min(len(args), 2)], " "))
+		return exitTrouble
+	}
+	fs := flag.NewFlagSet("gpugate "+cmd.name(), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := cmd.flags(fs)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, cmd, fs)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), err, cmd.usage)
+		return exitTrouble
+	}
+	err := run(ctx, stdout, stderr, fs.Args())
+	var ee *exitError
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), err, cmd.usage)
+		return exitTrouble
+	}
+	fmt.Fprintf(stderr, "gpugate: %v\n", oneLine(err.Error()))
+	return exitTrouble
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// lookup finds the longest command name that prefixes args.
+func lookup(args []string) (*command, []string) {
+	var best *command
+	bestN := 0
+	for _, c := range commands {
+		words := strings.Fields(c.name())
+		if len(words) > len(args) || len(words) <= bestN {
+			continue
+		}
+		match := true
+		for i, w := range words {
+			if args[i] != w {
+				match = false
+				break
+			}
+		}
+		if match {
+			best, bestN = c, len(words)
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return best, args[bestN:]
+}
+
+func help(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 1 {
+		cmd, _ := lookup(args[1:])
+		if cmd == nil {
+			fmt.Fprintf(stderr, "gpugate help: unknown command %q\n", strings.Join(args[1:], " "))
+			return exitTrouble
+		}
+		fs := flag.NewFlagSet(cmd.name(), flag.ContinueOnError)
+		cmd.flags(fs)
+		printHelp(stdout, cmd, fs)
+		return exitOK
+	}
+	fmt.Fprint(stdout, "gpugate is a performance regression gate for GPU training jobs.\n\nUsage:\n\n\tgpugate <command> [arguments]\n\nCommands:\n\n")
+	cs := append([]*command(nil), commands...)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name() < cs[j].name() })
+	for _, c := range cs {
+		fmt.Fprintf(stdout, "\t%-18s %s\n", c.name(), c.short)
+	}
+	fmt.Fprint(stdout, "\nExit status: 0 no regression, 1 regression, 2 trouble (bad input, job failed).\nRun 'gpugate help <command>' for details.\n")
+	return exitOK
+}
+
+func printHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: gpugate %s\n\n%s\n", c.usage, strings.TrimSpace(c.long))
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+var versionCmd = &command{
+	usage: "version",
+	short: "print gpugate's version",
+	long:  "Version prints the version of this gpugate binary.",
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		return func(_ context.Context, stdout, _ io.Writer, args []string) error {
+			fmt.Fprintf(stdout, "gpugate %s\n", version())
+			return nil
+		}
+	},
+}

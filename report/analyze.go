@@ -1,0 +1,308 @@
+// Package report renders analysis results and comparisons for people (text,
+// Markdown) and programs (JSON). It knows nothing of SQLite or GitHub.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"gpugate/analysis"
+)
+
+// Analysis is the JSON document of `gpugate analyze --format json`. Its
+// shape is a stable contract, documented in docs/json.md.
+type Analysis struct {
+	Profiles []Profile `json:"profiles"`
+	Ranks    *Ranks    `json:"ranks"`
+}
+
+// Profile is one rank's analysis.
+type Profile struct {
+	Path      string                      `json:"path"`
+	Format    string                      `json:"format"`
+	Variant   string                      `json:"variant"`
+	Rank      *int                        `json:"rank"`       // null when the trace does not say
+	WorldSize *int                        `json:"world_size"` // null when the trace does not say
+	Process   int                         `json:"process,omitempty"`
+	Devices   []Device                    `json:"devices"`
+	HasGPU    bool                        `json:"has_gpu"`
+	Whole     bool                        `json:"whole_profile"` // no step markers: one window
+	Window    Window                      `json:"window"`
+	Steps     []Step                      `json:"steps"`
+	Summary   map[string]analysis.Summary `json:"summary"`
+	Warnings  []string                    `json:"warnings"`
+}
+
+// Device is a GPU the profile ran on.
+type Device struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+}
+
+// Window is the extent of the whole profile and its totals.
+type Window struct {
+	Start       int64  `json:"start_ns"`
+	End         int64  `json:"end_ns"`
+	Kernels     *int   `json:"kernels"`
+	MemcpyCount *int   `json:"memcpy_count"`
+	GPUBusy     *int64 `json:"gpu_busy_ns"`
+}
+
+// Step is one step's metrics. GPU metrics are null for a profile without
+// GPU activity.
+type Step struct {
+	Name           string                      `json:"name"`
+	Start          int64                       `json:"start_ns"`
+	End            int64                       `json:"end_ns"`
+	HostStart      int64                       `json:"host_start_ns"`
+	HostEnd        int64                       `json:"host_end_ns"`
+	StepTime       int64                       `json:"step_time_ns"`
+	Kernels        *int                        `json:"kernels"`
+	GPUBusy        *int64                      `json:"gpu_busy_ns"`
+	GPUUtil        *float64                    `json:"gpu_util"`
+	GPUIdle        *int64                      `json:"gpu_idle_ns"`
+	CPUWait        *int64                      `json:"cpu_wait_ns"`
+	DataWait       int64                       `json:"data_wait_ns"`
+	SyncCalls      int                         `json:"sync_calls"`
+	SyncTime       int64                       `json:"sync_time_ns"`
+	Memcpy         map[string]analysis.Copies `json:"memcpy"`
+	CommTime       *int64                      `json:"comm_time_ns"`
+	ExposedComm    *int64                      `json:"exposed_comm_ns"`
+	ExposedCopy    *int64                      `json:"exposed_copy_ns"`
+	LaunchOverhead *int64                      `json:"launch_overhead_ns"`
+	ShortKernels   *float64                    `json:"short_kernels"`
+}
+
+// Ranks is the cross-rank view of a multi-file (multi-rank) analysis.
+type Ranks struct {
+	Count int `json:"count"`
+	// Slowest and Fastest name the ranks with the largest and smallest
+	// median step time.
+	Slowest RankStat `json:"slowest"`
+	Fastest RankStat `json:"fastest"`
+	// SpreadPct is (slowest - fastest) / fastest median step time, in percent.
+	SpreadPct float64    `json:"spread_pct"`
+	PerRank   []RankStat `json:"per_rank"`
+}
+
+// RankStat is one rank's headline numbers.
+type RankStat struct {
+	Index      int      `json:"index"` // position in "profiles"
+	Rank       *int     `json:"rank"`
+	Path       string   `json:"path"`
+	Steps      int      `json:"steps"`
+	StepTimeMs float64  `json:"step_time_ms"` // median
+	GPUUtil    *float64 `json:"gpu_util"`     // median
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// NewAnalysis builds the document from per-profile results.
+func NewAnalysis(results []*analysis.Result) *Analysis {
+	doc := &Analysis{Profiles: make([]Profile, 0, len(results))}
+	for _, r := range results {
+		doc.Profiles = append(doc.Profiles, newProfile(r))
+	}
+	if len(results) > 1 {
+		doc.Ranks = newRanks(doc.Profiles)
+	}
+	return doc
+}
+
+func newProfile(r *analysis.Result) Profile {
+	p := r.Profile
+	out := Profile{
+		Path: p.Path, Format: p.Format, Variant: p.Variant, Process: p.Process,
+		HasGPU: r.HasGPU, Whole: r.WholeProfile,
+		Window:   Window{Start: r.Start, End: r.End},
+		Summary:  r.Summaries(),
+		Warnings: r.Warnings,
+		Devices:  []Device{},
+		Steps:    make([]Step, 0, len(r.Steps)),
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	if p.Rank >= 0 {
+		out.Rank = ptr(p.Rank)
+	}
+	if p.WorldSize > 0 {
+		out.WorldSize = ptr(p.WorldSize)
+	}
+	for _, d := range p.Devices {
+		out.Devices = append(out.Devices, Device{ID: d.ID, Name: d.Name})
+	}
+	if r.HasGPU {
+		out.Window.Kernels, out.Window.MemcpyCount, out.Window.GPUBusy = ptr(r.Kernels), ptr(r.MemcpyCount), ptr(r.GPUBusy)
+	}
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		st := Step{
+			Name: s.Name, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd,
+			StepTime: s.StepTime(), DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime,
+		}
+		if r.HasGPU {
+			st.Kernels, st.GPUBusy, st.GPUUtil, st.GPUIdle = ptr(s.Kernels), ptr(s.GPUBusy), ptr(s.GPUUtil()), ptr(s.GPUIdle())
+			st.CPUWait = ptr(s.CPUWait)
+			st.Memcpy = map[string]analysis.Copies{"h2d": s.H2D, "d2h": s.D2H, "d2d": s.D2D}
+			st.CommTime, st.ExposedComm, st.ExposedCopy = ptr(s.CommTime), ptr(s.ExposedComm), ptr(s.ExposedCopy)
+			st.LaunchOverhead, st.ShortKernels = ptr(s.LaunchOverhead), ptr(s.ShortKernels)
+		}
+		out.Steps = append(out.Steps, st)
+	}
+	return out
+}
+
+func newRanks(ps []Profile) *Ranks {
+	rk := &Ranks{Count: len(ps)}
+	for i, p := range ps {
+		st := RankStat{Index: i, Rank: p.Rank, Path: p.Path, Steps: len(p.Steps), StepTimeMs: p.Summary["step_time_ms"].Median}
+		if s, ok := p.Summary["gpu_util"]; ok {
+			st.GPUUtil = ptr(s.Median)
+		}
+		rk.PerRank = append(rk.PerRank, st)
+	}
+	rk.Slowest = slices.MaxFunc(rk.PerRank, func(a, b RankStat) int { return cmpFloat(a.StepTimeMs, b.StepTimeMs) })
+	rk.Fastest = slices.MinFunc(rk.PerRank, func(a, b RankStat) int { return cmpFloat(a.StepTimeMs, b.StepTimeMs) })
+	if rk.Fastest.StepTimeMs > 0 {
+		rk.SpreadPct = 100 * (rk.Slowest.StepTimeMs - rk.Fastest.StepTimeMs) / rk.Fastest.StepTimeMs
+	}
+	return rk
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// WriteJSON writes the document as indented JSON.
+func (a *Analysis) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(a)
+}
+
+// textMetrics are the rows of the terminal summary, in order.
+var textMetrics = []string{
+	"step_time_ms", "kernels", "gpu_util", "gpu_idle_ms", "cpu_wait_ms", "data_wait_ms",
+	"sync_calls", "sync_time_ms", "memcpy_h2d_count", "memcpy_d2h_count", "memcpy_pageable",
+	"comm_time_ms", "exposed_comm_ms", "launch_overhead_us", "short_kernels",
+}
+
+// WriteText writes a compact, human-readable summary of every profile.
+func (a *Analysis) WriteText(w io.Writer) error {
+	for i, p := range a.Profiles {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		writeProfileText(w, &p)
+	}
+	if a.Ranks != nil {
+		fmt.Fprintf(w, "\nranks: %d, median step time %.2f ms (fastest, %s) to %.2f ms (slowest, %s): spread %.1f%%\n",
+			a.Ranks.Count, a.Ranks.Fastest.StepTimeMs, rankLabel(a.Ranks.Fastest), a.Ranks.Slowest.StepTimeMs, rankLabel(a.Ranks.Slowest), a.Ranks.SpreadPct)
+	}
+	return nil
+}
+
+func rankLabel(s RankStat) string {
+	if s.Rank != nil {
+		return fmt.Sprintf("rank %d", *s.Rank)
+	}
+	return fmt.Sprintf("#%d %s", s.Index, filepath.Base(s.Path))
+}
+
+func writeProfileText(w io.Writer, p *Profile) {
+	var head []string
+	head = append(head, p.Path, p.Variant)
+	if p.Rank != nil {
+		r := fmt.Sprintf("rank %d", *p.Rank)
+		if p.WorldSize != nil {
+			r += fmt.Sprintf("/%d", *p.WorldSize)
+		}
+		head = append(head, r)
+	}
+	if p.Process != 0 {
+		head = append(head, fmt.Sprintf("pid %d", p.Process))
+	}
+	if len(p.Devices) > 0 {
+		names := map[string]int{}
+		var order []string
+		for _, d := range p.Devices {
+			if names[d.Name] == 0 {
+				order = append(order, d.Name)
+			}
+			names[d.Name]++
+		}
+		for _, n := range order {
+			head = append(head, fmt.Sprintf("%d× %s", names[n], n))
+		}
+	} else if !p.HasGPU {
+		head = append(head, "no GPU activity")
+	}
+	steps := fmt.Sprintf("%d steps", len(p.Steps))
+	if p.Whole {
+		steps = "no step markers: whole profile"
+	}
+	head = append(head, steps)
+	fmt.Fprintln(w, strings.Join(head, " · "))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "metric\tmedian\tmean\tp90\tmin\tmax\t")
+	for _, k := range textMetrics {
+		s, ok := p.Summary[k]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k, num(s.Median), num(s.Mean), num(s.P90), num(s.Min), num(s.Max))
+	}
+	tw.Flush()
+	if len(p.Steps) > 1 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "step\ttime ms\tkernels\tgpu util\tcpu wait ms\tdata wait ms\tsyncs\t")
+		const maxRows = 40
+		for i, s := range p.Steps {
+			if i == maxRows {
+				fmt.Fprintf(tw, "… %d more\t\t\t\t\t\t\t\n", len(p.Steps)-maxRows)
+				break
+			}
+			kern, util, wait := "-", "-", "-"
+			if s.Kernels != nil {
+				kern = fmt.Sprint(*s.Kernels)
+				util = fmt.Sprintf("%.0f%%", 100**s.GPUUtil)
+				wait = num(float64(*s.CPUWait) / 1e6)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Name, num(float64(s.StepTime)/1e6), kern, util, wait, num(float64(s.DataWait)/1e6), s.SyncCalls)
+		}
+		tw.Flush()
+	}
+	for _, w2 := range p.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", w2)
+	}
+}
+
+// num formats a value with 3 significant digits or at least 2 decimals.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v == math.Trunc(v) && math.Abs(v) < 1e9:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.1f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}

@@ -1,0 +1,654 @@
+// Package kineto reads torch.profiler chrome traces (Kineto JSON, plain or
+// gzip-compressed) into a trace.Profile.
+//
+// It understands the current Kineto format (categories kernel, gpu_memcpy,
+// gpu_memset, cuda_runtime, cuda_driver, cpu_op, user_annotation, ...), the
+// 2021 format (Kernel, Memcpy, Memset, Runtime, Operator), the bare-array
+// form whose top level is a JSON list, and the CPU-only autograd-profiler
+// trace that torch builds without Kineto write (no cat, pid "CPU functions").
+// Events are decoded one at a time from a fixed-size buffer.
+package kineto
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gpugate/trace"
+)
+
+// ReadFile reads the trace at path; gzip is detected from the content.
+func ReadFile(path string) (*trace.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// Parse reads a trace from r; name is used in errors and as the profile path.
+func Parse(r io.Reader, name string) (*trace.Profile, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, _ := br.Peek(2)
+	var src io.Reader = br
+	gz := len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
+	if gz {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &trace.SyntaxError{File: name, Msg: "corrupt gzip header: " + err.Error()}
+		}
+		defer zr.Close()
+		src = zr
+	}
+	p := &parser{s: newScanner(src), p: trace.New(name, trace.FormatKineto), copyInfo: map[trace.Name]copyInfo{}}
+	if err := p.parse(); err != nil {
+		return nil, p.wrap(err, gz)
+	}
+	p.finish()
+	return p.p, nil
+}
+
+func (p *parser) wrap(err error, gz bool) error {
+	var se *trace.SyntaxError
+	if errors.As(err, &se) {
+		return err
+	}
+	pos := fmt.Sprintf("offset %d", p.s.offset())
+	msg := err.Error()
+	switch {
+	case gz && errors.Is(err, io.ErrUnexpectedEOF):
+		msg = "truncated gzip stream (unexpected EOF)"
+	case gz && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader)):
+		msg = "corrupt gzip stream: " + err.Error()
+	case errors.Is(err, errEOF):
+		msg = "unexpected end of JSON input: truncated trace"
+	}
+	if gz {
+		pos = "uncompressed " + pos
+	}
+	return &trace.SyntaxError{File: p.p.Path, Pos: pos, Msg: msg}
+}
+
+type copyInfo struct {
+	kind     trace.CopyKind
+	src, dst trace.MemKind
+}
+
+type parser struct {
+	s *scanner
+	p *trace.Profile
+
+	key, str, num []byte
+	ev            event
+
+	copyInfo map[trace.Name]copyInfo
+
+	sawEvents        bool
+	legacy, noCat    int
+	cpuFunctions     int
+	threadNames      map[string]int64
+	gpuUserAnnot     int
+	hasDeviceProps   bool
+	distributedFound bool
+}
+
+// event holds the fields of one trace event; its byte slices are reused.
+type event struct {
+	ph             byte
+	cat, name, tid []byte
+	pid            []byte
+	ts, dur        int64
+	hasTs, hasDur  bool
+	tidNum         int64
+	tidIsNum       bool
+	pidNum         int64
+	pidIsNum       bool
+	corr           int64
+	device, stream int64
+	bytes          int64
+	hasDevice      bool
+	hasStream      bool
+}
+
+func (p *parser) parse() error {
+	s := p.s
+	c, err := s.peek()
+	if err != nil {
+		return &trace.SyntaxError{File: p.p.Path, Msg: "empty file: not a trace"}
+	}
+	switch c {
+	case '[':
+		if err := p.events(); err != nil {
+			return err
+		}
+	case '{':
+		if err := p.topObject(); err != nil {
+			return err
+		}
+		if !p.sawEvents {
+			return &trace.SyntaxError{File: p.p.Path, Msg: `no "traceEvents" array: not a Kineto trace`}
+		}
+	default:
+		return &trace.SyntaxError{File: p.p.Path, Pos: "offset 0", Msg: fmt.Sprintf("not a JSON trace (starts with %q)", c)}
+	}
+	if !s.atEOF() {
+		c, _ := s.peek()
+		return s.unexpected(c, "end of input after the trace")
+	}
+	if s.rerr != nil && s.rerr != io.EOF {
+		return s.rerr // e.g. a gzip checksum error found at the very end
+	}
+	return nil
+}
+
+func (p *parser) topObject() error {
+	s := p.s
+	more, err := s.openObject()
+	for ; more && err == nil; more, err = s.comma('}') {
+		if p.key, err = s.readKey(p.key); err != nil {
+			return err
+		}
+		switch string(p.key) {
+		case "traceEvents":
+			p.sawEvents = true
+			err = p.events()
+		case "deviceProperties":
+			err = p.deviceProperties()
+		case "distributedInfo":
+			err = p.distributedInfo()
+		default:
+			err = s.skipValue()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (p *parser) events() error {
+	s := p.s
+	more, err := s.openArray()
+	for ; more && err == nil; more, err = s.comma(']') {
+		c, err := s.peek()
+		if err != nil {
+			return err
+		}
+		if c != '{' {
+			return s.unexpected(c, "a trace event object")
+		}
+		if err := p.event(); err != nil {
+			return err
+		}
+		p.add()
+	}
+	return err
+}
+
+func (p *parser) event() error {
+	s, e := p.s, &p.ev
+	e.ph = 0
+	e.cat, e.name, e.tid, e.pid = e.cat[:0], e.name[:0], e.tid[:0], e.pid[:0]
+	e.hasTs, e.hasDur, e.tidIsNum, e.pidIsNum = false, false, false, false
+	e.corr, e.bytes = 0, 0
+	e.hasDevice, e.hasStream = false, false
+	more, err := s.openObject()
+	for ; more && err == nil; more, err = s.comma('}') {
+		if p.key, err = s.readKey(p.key); err != nil {
+			return err
+		}
+		switch string(p.key) {
+		case "ph":
+			if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
+				e.ph = p.str[0]
+			}
+		case "cat":
+			e.cat, err = p.stringValue(e.cat)
+		case "name":
+			e.name, err = p.stringValue(e.name)
+		case "ts":
+			e.ts, e.hasTs, err = p.timeValue()
+		case "dur":
+			e.dur, e.hasDur, err = p.timeValue()
+		case "pid":
+			e.pid, e.pidNum, e.pidIsNum, err = p.idValue(e.pid)
+		case "tid":
+			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
+		case "args":
+			err = p.args()
+		default:
+			err = s.skipValue()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (p *parser) args() error {
+	s, e := p.s, &p.ev
+	c, err := s.peek()
+	if err != nil {
+		return err
+	}
+	if c != '{' {
+		return s.skipValue()
+	}
+	more, err := s.openObject()
+	for ; more && err == nil; more, err = s.comma('}') {
+		if p.key, err = s.readKey(p.key); err != nil {
+			return err
+		}
+		var dst *int64
+		var flag *bool
+		switch string(p.key) {
+		case "correlation":
+			dst = &e.corr
+		case "device":
+			dst, flag = &e.device, &e.hasDevice
+		case "stream":
+			dst, flag = &e.stream, &e.hasStream
+		case "bytes":
+			dst = &e.bytes
+		default:
+			if err = s.skipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		c, err := s.peek()
+		if err != nil {
+			return err
+		}
+		if c == '"' || c == '{' || c == '[' {
+			if err = s.skipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		if p.num, err = s.readNumber(p.num[:0]); err != nil {
+			return err
+		}
+		if n, ok := parseInt(p.num); ok {
+			*dst = n
+			if flag != nil {
+				*flag = true
+			}
+		}
+	}
+	return err
+}
+
+// stringValue reads a string, or skips a non-string value and returns dst empty.
+func (p *parser) stringValue(dst []byte) ([]byte, error) {
+	c, err := p.s.peek()
+	if err != nil {
+		return dst[:0], err
+	}
+	if c != '"' {
+		return dst[:0], p.s.skipValue()
+	}
+	return p.s.readString(dst[:0])
+}
+
+func (p *parser) timeValue() (int64, bool, error) {
+	c, err := p.s.peek()
+	if err != nil {
+		return 0, false, err
+	}
+	if c == '"' || c == '{' || c == '[' {
+		return 0, false, p.s.skipValue()
+	}
+	if p.num, err = p.s.readNumber(p.num[:0]); err != nil {
+		return 0, false, err
+	}
+	ns, ok := usToNs(p.num)
+	return ns, ok, nil
+}
+
+// idValue reads a pid or tid, which traces write as numbers or strings
+// ("25738", "stream 7", "CPU functions").
+func (p *parser) idValue(dst []byte) ([]byte, int64, bool, error) {
+	c, err := p.s.peek()
+	if err != nil {
+		return dst[:0], 0, false, err
+	}
+	if c == '"' {
+		dst, err = p.s.readString(dst[:0])
+		if err != nil {
+			return dst, 0, false, err
+		}
+		if n, ok := trailingInt(dst); ok {
+			return dst, n, true, nil
+		}
+		return dst, 0, false, nil
+	}
+	if c == '{' || c == '[' {
+		return dst[:0], 0, false, p.s.skipValue()
+	}
+	if dst, err = p.s.readNumber(dst[:0]); err != nil {
+		return dst, 0, false, err
+	}
+	n, ok := parseInt(dst)
+	return dst, n, ok, nil
+}
+
+// trailingInt parses "25738" or "stream 7" as 25738 or 7.
+func trailingInt(b []byte) (int64, bool) {
+	i := len(b)
+	for i > 0 && b[i-1] >= '0' && b[i-1] <= '9' {
+		i--
+	}
+	if i == len(b) || len(b)-i > 18 {
+		return 0, false
+	}
+	if i > 0 && b[i-1] != ' ' {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b[i:] {
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// add turns the decoded event into a profile record.
+func (p *parser) add() {
+	e := &p.ev
+	if e.ph != 'X' || !e.hasTs {
+		return
+	}
+	dur := e.dur
+	if !e.hasDur || dur < 0 {
+		dur = 0
+	}
+	start, end := e.ts, e.ts+dur
+	pr := p.p
+	switch string(e.cat) {
+	case "kernel", "Kernel":
+		pr.GPU = append(pr.GPU, p.gpuOp(trace.Kernel, start, end))
+	case "gpu_memcpy", "Memcpy":
+		op := p.gpuOp(trace.Memcpy, start, end)
+		ci := p.copyKind(op.Name)
+		op.Copy, op.Src, op.Dst = ci.kind, ci.src, ci.dst
+		pr.GPU = append(pr.GPU, op)
+	case "gpu_memset", "Memset":
+		op := p.gpuOp(trace.Memset, start, end)
+		op.Dst = p.copyKind(op.Name).dst
+		pr.GPU = append(pr.GPU, op)
+	case "cuda_runtime", "cuda_driver", "Runtime":
+		pr.API = append(pr.API, trace.APICall{
+			Start: start, End: end, Corr: e.corr, Thread: p.thread(),
+			Name: pr.Names.Intern(e.name[:len(trace.StripAPIVersion(unsafeString(e.name)))]),
+		})
+	case "cpu_op", "user_annotation", "Operator":
+		if string(e.cat) == "Operator" {
+			p.legacy++
+		}
+		p.addRange(start, end)
+	case "":
+		// The CPU-only autograd profiler writes no category at all.
+		p.noCat++
+		if string(e.pid) == "CPU functions" {
+			p.cpuFunctions++
+		}
+		p.addRange(start, end)
+	case "gpu_user_annotation":
+		p.gpuUserAnnot++
+	}
+	if string(e.cat) == "Kernel" || string(e.cat) == "Runtime" {
+		p.legacy++
+	}
+}
+
+func (p *parser) addRange(start, end int64) {
+	p.p.Ranges = append(p.p.Ranges, trace.Range{
+		Start: start, End: end, Thread: p.thread(), Name: p.p.Names.Intern(p.ev.name),
+	})
+}
+
+// thread returns a numeric thread key; named threads get negative keys.
+func (p *parser) thread() int64 {
+	e := &p.ev
+	if e.tidIsNum {
+		return e.tidNum
+	}
+	if p.threadNames == nil {
+		p.threadNames = map[string]int64{}
+	}
+	if id, ok := p.threadNames[string(e.tid)]; ok {
+		return id
+	}
+	id := -int64(len(p.threadNames) + 1)
+	p.threadNames[string(e.tid)] = id
+	return id
+}
+
+func (p *parser) gpuOp(kind trace.Kind, start, end int64) trace.GPUOp {
+	e := &p.ev
+	op := trace.GPUOp{Start: start, End: end, Corr: e.corr, Bytes: e.bytes, Kind: kind, Name: p.p.Names.Intern(e.name)}
+	switch {
+	case e.hasDevice:
+		op.Device = int32(e.device)
+	case e.pidIsNum:
+		op.Device = int32(e.pidNum)
+	}
+	switch {
+	case e.hasStream:
+		op.Stream = int32(e.stream)
+	case e.tidIsNum:
+		op.Stream = int32(e.tidNum)
+	}
+	return op
+}
+
+// copyKind parses names such as "Memcpy HtoD (Pageable -> Device)" and
+// "Memset (Device)", once per distinct name.
+func (p *parser) copyKind(n trace.Name) copyInfo {
+	if ci, ok := p.copyInfo[n]; ok {
+		return ci
+	}
+	ci := ParseCopyName(p.p.Names.String(n))
+	p.copyInfo[n] = ci
+	return ci
+}
+
+// ParseCopyName reads the direction and memory kinds out of a Kineto memcpy
+// or memset name.
+func ParseCopyName(name string) copyInfo {
+	var ci copyInfo
+	f := strings.Fields(name)
+	if len(f) >= 2 {
+		switch strings.ToUpper(f[1]) {
+		case "HTOD":
+			ci.kind = trace.HtoD
+		case "DTOH":
+			ci.kind = trace.DtoH
+		case "DTOD":
+			ci.kind = trace.DtoD
+		case "PTOP":
+			ci.kind = trace.PtoP
+		case "HTOH":
+			ci.kind = trace.HtoH
+		}
+	}
+	if i := strings.IndexByte(name, '('); i >= 0 {
+		inner := strings.TrimSuffix(name[i+1:], ")")
+		src, dst, ok := strings.Cut(inner, "->")
+		if !ok {
+			dst = src
+		}
+		ci.src, ci.dst = memKind(src), memKind(dst)
+	}
+	return ci
+}
+
+func memKind(s string) trace.MemKind {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "pageable":
+		return trace.Pageable
+	case "pinned":
+		return trace.Pinned
+	case "device":
+		return trace.DeviceMem
+	case "managed":
+		return trace.Managed
+	case "array":
+		return trace.Array
+	}
+	return trace.MemUnknown
+}
+
+func (p *parser) deviceProperties() error {
+	s := p.s
+	c, err := s.peek()
+	if err != nil {
+		return err
+	}
+	if c != '[' {
+		return s.skipValue()
+	}
+	p.hasDeviceProps = true
+	more, err := s.openArray()
+	for ; more && err == nil; more, err = s.comma(']') {
+		var d trace.Device
+		c, err := s.peek()
+		if err != nil {
+			return err
+		}
+		if c != '{' {
+			if err := s.skipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		mo, err := s.openObject()
+		for ; mo && err == nil; mo, err = s.comma('}') {
+			if p.key, err = s.readKey(p.key); err != nil {
+				return err
+			}
+			switch string(p.key) {
+			case "id":
+				var n int64
+				n, err = p.intValue()
+				d.ID = int(n)
+			case "name":
+				p.str, err = p.stringValue(p.str)
+				d.Name = string(p.str)
+			case "totalGlobalMem":
+				d.Memory, err = p.intValue()
+			case "numSms":
+				var n int64
+				n, err = p.intValue()
+				d.SMs = int(n)
+			default:
+				err = s.skipValue()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		p.p.Devices = append(p.p.Devices, d)
+	}
+	return err
+}
+
+func (p *parser) distributedInfo() error {
+	s := p.s
+	c, err := s.peek()
+	if err != nil {
+		return err
+	}
+	if c != '{' {
+		return s.skipValue()
+	}
+	more, err := s.openObject()
+	for ; more && err == nil; more, err = s.comma('}') {
+		if p.key, err = s.readKey(p.key); err != nil {
+			return err
+		}
+		switch string(p.key) {
+		case "rank":
+			var n int64
+			n, err = p.intValue()
+			p.p.Rank = int(n)
+			p.distributedFound = true
+		case "world_size":
+			var n int64
+			n, err = p.intValue()
+			p.p.WorldSize = int(n)
+		default:
+			err = s.skipValue()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// intValue reads a number, or a string holding one; other values read as 0.
+func (p *parser) intValue() (int64, error) {
+	c, err := p.s.peek()
+	if err != nil {
+		return 0, err
+	}
+	switch c {
+	case '"':
+		if p.str, err = p.s.readString(p.str[:0]); err != nil {
+			return 0, err
+		}
+		n, _ := parseInt(bytes.TrimSpace(p.str))
+		return n, nil
+	case '{', '[':
+		return 0, p.s.skipValue()
+	}
+	if p.num, err = p.s.readNumber(p.num[:0]); err != nil {
+		return 0, err
+	}
+	n, _ := parseInt(p.num)
+	return n, nil
+}
+
+func (p *parser) finish() {
+	pr := p.p
+	switch {
+	case p.noCat > 0 && p.cpuFunctions > 0 && len(pr.GPU) == 0:
+		pr.Variant = "autograd-cpu"
+	case p.legacy > 0:
+		pr.Variant = "kineto-legacy-2021"
+	default:
+		pr.Variant = "kineto"
+	}
+	if len(pr.Ranges) == 0 && len(pr.GPU) == 0 && len(pr.API) == 0 {
+		pr.Warnf("trace holds no complete (ph X) events")
+	}
+	// The GPU's own ids: keep device properties only for devices this rank used
+	// when the trace lists every GPU of the machine.
+	if len(pr.GPU) > 0 && len(pr.Devices) > 1 {
+		used := map[int]bool{}
+		for i := range pr.GPU {
+			used[int(pr.GPU[i].Device)] = true
+		}
+		var keep []trace.Device
+		for _, d := range pr.Devices {
+			if used[d.ID] {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) > 0 {
+			pr.Devices = keep
+		}
+	}
+	pr.Sort()
+}

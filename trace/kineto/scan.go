@@ -1,0 +1,457 @@
+package kineto
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// scanner is a small pull tokenizer for the subset of JSON work a chrome
+// trace needs: read strings and numbers into caller-owned scratch buffers and
+// skip everything else. It refills a fixed buffer from the reader, so memory
+// does not depend on the document size.
+//
+// Rejected designs, measured in BenchmarkDecoders: encoding/json's Decoder
+// (Token plus Decode into a struct per event) allocates per event and runs
+// at a small fraction of this scanner's speed; decoding the whole document
+// into []any needs memory proportional to the file.
+type scanner struct {
+	r    io.Reader
+	buf  []byte
+	pos  int
+	end  int
+	off  int64 // stream offset of buf[0]
+	rerr error
+}
+
+var errEOF = errors.New("unexpected end of input")
+
+func newScanner(r io.Reader) *scanner {
+	return &scanner{r: r, buf: make([]byte, 256<<10)}
+}
+
+func (s *scanner) offset() int64 { return s.off + int64(s.pos) }
+
+// more reads more input while keeping buf[pos:end]. It reports whether any
+// new bytes arrived.
+func (s *scanner) more() bool {
+	if s.rerr != nil {
+		return false
+	}
+	if s.pos > 0 {
+		n := copy(s.buf, s.buf[s.pos:s.end])
+		s.off += int64(s.pos)
+		s.pos, s.end = 0, n
+	}
+	if s.end == len(s.buf) {
+		nb := make([]byte, 2*len(s.buf))
+		copy(nb, s.buf[:s.end])
+		s.buf = nb
+	}
+	for {
+		n, err := s.r.Read(s.buf[s.end:])
+		s.end += n
+		if err != nil {
+			s.rerr = err
+			return n > 0
+		}
+		if n > 0 {
+			return true
+		}
+	}
+}
+
+// err returns the error for input that ended too early.
+func (s *scanner) err() error {
+	if s.rerr == nil || s.rerr == io.EOF {
+		return errEOF
+	}
+	return s.rerr
+}
+
+// ensure makes n bytes available after pos if the input has them.
+func (s *scanner) ensure(n int) bool {
+	for s.end-s.pos < n {
+		if !s.more() {
+			return false
+		}
+	}
+	return true
+}
+
+// peek skips white space and returns the next byte without consuming it.
+func (s *scanner) peek() (byte, error) {
+	for {
+		for s.pos < s.end {
+			c := s.buf[s.pos]
+			if c > ' ' {
+				return c, nil
+			}
+			s.pos++
+		}
+		if !s.more() {
+			return 0, s.err()
+		}
+	}
+}
+
+// atEOF skips white space and reports whether the input is exhausted.
+func (s *scanner) atEOF() bool {
+	_, err := s.peek()
+	return err != nil
+}
+
+func (s *scanner) expect(c byte) error {
+	got, err := s.peek()
+	if err != nil {
+		return err
+	}
+	if got != c {
+		return s.unexpected(got, string(c))
+	}
+	s.pos++
+	return nil
+}
+
+type unexpectedError struct {
+	got  byte
+	want string
+}
+
+func (e *unexpectedError) Error() string {
+	return "invalid character " + strconv.QuoteRune(rune(e.got)) + ", want " + e.want
+}
+
+func (s *scanner) unexpected(got byte, want string) error {
+	return &unexpectedError{got, want}
+}
+
+// readString reads a JSON string, appending its unescaped value to dst.
+func (s *scanner) readString(dst []byte) ([]byte, error) {
+	if err := s.expect('"'); err != nil {
+		return dst, err
+	}
+	for {
+		rest := s.buf[s.pos:s.end]
+		q := bytes.IndexByte(rest, '"')
+		lim := rest
+		if q >= 0 {
+			lim = rest[:q]
+		}
+		if b := bytes.IndexByte(lim, '\\'); b >= 0 {
+			dst = append(dst, rest[:b]...)
+			s.pos += b
+			var err error
+			if dst, err = s.unescape(dst); err != nil {
+				return dst, err
+			}
+			continue
+		}
+		if q >= 0 {
+			dst = append(dst, rest[:q]...)
+			s.pos += q + 1
+			return dst, nil
+		}
+		dst = append(dst, rest...)
+		s.pos = s.end
+		if !s.more() {
+			return dst, s.err()
+		}
+	}
+}
+
+// unescape decodes the escape sequence at pos.
+func (s *scanner) unescape(dst []byte) ([]byte, error) {
+	if !s.ensure(2) {
+		return dst, s.err()
+	}
+	c := s.buf[s.pos+1]
+	switch c {
+	case '"', '\\', '/':
+		dst = append(dst, c)
+	case 'b':
+		dst = append(dst, '\b')
+	case 'f':
+		dst = append(dst, '\f')
+	case 'n':
+		dst = append(dst, '\n')
+	case 'r':
+		dst = append(dst, '\r')
+	case 't':
+		dst = append(dst, '\t')
+	case 'u':
+		r, n, err := s.hexRune()
+		if err != nil {
+			return dst, err
+		}
+		s.pos += n
+		return utf8.AppendRune(dst, r), nil
+	default:
+		return dst, s.unexpected(c, "escape character")
+	}
+	s.pos += 2
+	return dst, nil
+}
+
+// hexRune decodes \uXXXX (and a following low surrogate) at pos.
+func (s *scanner) hexRune() (rune, int, error) {
+	if !s.ensure(6) {
+		return 0, 0, s.err()
+	}
+	r1, ok := hex4(s.buf[s.pos+2 : s.pos+6])
+	if !ok {
+		return 0, 0, s.unexpected(s.buf[s.pos+2], "hex digits")
+	}
+	if r1 >= 0xD800 && r1 < 0xDC00 && s.ensure(12) && s.buf[s.pos+6] == '\\' && s.buf[s.pos+7] == 'u' {
+		if r2, ok := hex4(s.buf[s.pos+8 : s.pos+12]); ok && r2 >= 0xDC00 && r2 < 0xE000 {
+			return (r1-0xD800)<<10 | (r2 - 0xDC00) + 0x10000, 12, nil
+		}
+	}
+	if r1 >= 0xD800 && r1 < 0xE000 {
+		r1 = utf8.RuneError
+	}
+	return r1, 6, nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// skipString consumes a JSON string without keeping it.
+func (s *scanner) skipString() error {
+	s.pos++ // the opening quote, checked by the caller
+	for {
+		rest := s.buf[s.pos:s.end]
+		q := bytes.IndexByte(rest, '"')
+		lim := rest
+		if q >= 0 {
+			lim = rest[:q]
+		}
+		if b := bytes.IndexByte(lim, '\\'); b >= 0 {
+			s.pos += b
+			if !s.ensure(2) {
+				return s.err()
+			}
+			s.pos += 2
+			continue
+		}
+		if q >= 0 {
+			s.pos += q + 1
+			return nil
+		}
+		s.pos = s.end
+		if !s.more() {
+			return s.err()
+		}
+	}
+}
+
+// readNumber appends the bytes of a JSON number (or literal) to dst.
+func (s *scanner) readNumber(dst []byte) ([]byte, error) {
+	if _, err := s.peek(); err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	for {
+		for s.pos < s.end {
+			c := s.buf[s.pos]
+			if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' || (c >= 'a' && c <= 'z') {
+				dst = append(dst, c)
+				s.pos++
+				continue
+			}
+			if len(dst) == start {
+				return dst, s.unexpected(c, "a value")
+			}
+			return dst, nil
+		}
+		if !s.more() {
+			return dst, s.err()
+		}
+	}
+}
+
+// skipValue consumes one JSON value of any kind.
+func (s *scanner) skipValue() error {
+	c, err := s.peek()
+	if err != nil {
+		return err
+	}
+	switch c {
+	case '"':
+		return s.skipString()
+	case '{', '[':
+	default:
+		for {
+			for s.pos < s.end {
+				c := s.buf[s.pos]
+				if c == ',' || c == '}' || c == ']' || c <= ' ' {
+					return nil
+				}
+				s.pos++
+			}
+			if !s.more() {
+				return s.err()
+			}
+		}
+	}
+	depth := 0
+	for {
+		for s.pos < s.end {
+			switch s.buf[s.pos] {
+			case '"':
+				if err := s.skipString(); err != nil {
+					return err
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.pos++
+					return nil
+				}
+			}
+			s.pos++
+		}
+		if !s.more() {
+			return s.err()
+		}
+	}
+}
+
+// comma consumes the separator after a member or element. It reports
+// whether the container continues (true) or has just been closed (false).
+func (s *scanner) comma(close byte) (bool, error) {
+	c, err := s.peek()
+	if err != nil {
+		return false, err
+	}
+	switch c {
+	case ',':
+		s.pos++
+		return true, nil
+	case close:
+		s.pos++
+		return false, nil
+	}
+	return false, s.unexpected(c, "',' or '"+string(close)+"'")
+}
+
+// openObject consumes '{' and reports whether the object has members.
+func (s *scanner) openObject() (bool, error) { return s.open('{', '}') }
+
+// openArray consumes '[' and reports whether the array has elements.
+func (s *scanner) openArray() (bool, error) { return s.open('[', ']') }
+
+func (s *scanner) open(open, close byte) (bool, error) {
+	if err := s.expect(open); err != nil {
+		return false, err
+	}
+	c, err := s.peek()
+	if err != nil {
+		return false, err
+	}
+	if c == close {
+		s.pos++
+		return false, nil
+	}
+	return true, nil
+}
+
+// readKey reads an object member name and the colon after it.
+func (s *scanner) readKey(dst []byte) ([]byte, error) {
+	dst, err := s.readString(dst[:0])
+	if err != nil {
+		return dst, err
+	}
+	return dst, s.expect(':')
+}
+
+// usToNs converts a decimal count of microseconds, as chrome traces write
+// ts and dur, into integer nanoseconds. It works on the digits, so
+// 1712195495519695.8 becomes exactly 1712195495519695800: a float64 would
+// drift by up to 128 ns at that magnitude. Digits beyond the nanosecond are
+// rounded half up.
+func usToNs(b []byte) (int64, bool) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		neg, i = true, 1
+	}
+	var ip int64
+	nd := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		ip = ip*10 + int64(b[i]-'0')
+		nd++
+	}
+	var frac int64
+	fd := 0
+	up := false
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			switch {
+			case fd < 3:
+				frac = frac*10 + int64(b[i]-'0')
+			case fd == 3:
+				up = b[i] >= '5'
+			}
+			fd++
+		}
+	}
+	if i != len(b) || nd == 0 || nd > 15 {
+		f, err := strconv.ParseFloat(unsafeString(b), 64)
+		if err != nil || math.IsNaN(f) || math.Abs(f) > 9e15 {
+			return 0, false
+		}
+		return int64(math.Round(f * 1000)), true
+	}
+	for ; fd < 3; fd++ {
+		frac *= 10
+	}
+	ns := ip*1000 + frac
+	if up {
+		ns++
+	}
+	if neg {
+		ns = -ns
+	}
+	return ns, true
+}
+
+// parseInt parses an integer value; a float is truncated.
+func parseInt(b []byte) (int64, bool) {
+	n, err := strconv.ParseInt(unsafeString(b), 10, 64)
+	if err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(unsafeString(b), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

@@ -1,0 +1,248 @@
+// Package trace defines Profile, the one in-memory model of a profiler trace
+// that both readers (trace/kineto for torch.profiler chrome traces, trace/nsys
+// for Nsight Systems SQLite exports) produce and that package analysis reads.
+//
+// The model keeps only what the metrics and findings need: GPU activities,
+// host API calls and host ranges, each as a small fixed-size record whose name
+// is an index into one string table. Readers stream their input into it, so
+// memory grows with the number of relevant events, never with the size of the
+// document.
+package trace
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+)
+
+// Name is an index into a Profile's string table.
+type Name uint32
+
+// Strings interns names: every distinct string is stored once.
+type Strings struct {
+	list  []string
+	index map[string]Name
+}
+
+// NewStrings returns an empty string table. Name 0 is the empty string.
+func NewStrings() *Strings {
+	return &Strings{list: []string{""}, index: map[string]Name{"": 0}}
+}
+
+// Intern returns the Name of b, adding it to the table if needed. It does not
+// allocate when b is already present.
+func (s *Strings) Intern(b []byte) Name {
+	if n, ok := s.index[string(b)]; ok {
+		return n
+	}
+	str := string(b)
+	n := Name(len(s.list))
+	s.list = append(s.list, str)
+	s.index[str] = n
+	return n
+}
+
+// InternString is Intern for a string.
+func (s *Strings) InternString(str string) Name {
+	if n, ok := s.index[str]; ok {
+		return n
+	}
+	n := Name(len(s.list))
+	s.list = append(s.list, str)
+	s.index[str] = n
+	return n
+}
+
+// String returns the string that n names.
+func (s *Strings) String(n Name) string { return s.list[n] }
+
+// Len reports how many distinct strings the table holds.
+func (s *Strings) Len() int { return len(s.list) }
+
+// Match returns, indexed by Name, whether each string matches re.
+// Metrics test names against patterns once per distinct name, not per event.
+func (s *Strings) Match(re *regexp.Regexp) []bool {
+	m := make([]bool, len(s.list))
+	if re == nil {
+		return m
+	}
+	for i, str := range s.list {
+		m[i] = re.MatchString(str)
+	}
+	return m
+}
+
+// Kind says what a GPU activity is.
+type Kind uint8
+
+const (
+	Kernel Kind = iota + 1
+	Memcpy
+	Memset
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Kernel:
+		return "kernel"
+	case Memcpy:
+		return "memcpy"
+	case Memset:
+		return "memset"
+	}
+	return "unknown"
+}
+
+// CopyKind is the direction of a memcpy.
+type CopyKind uint8
+
+const (
+	CopyOther CopyKind = iota
+	HtoD
+	DtoH
+	DtoD
+	PtoP
+	HtoH
+)
+
+func (c CopyKind) String() string {
+	return [...]string{"other", "h2d", "d2h", "d2d", "p2p", "h2h"}[c]
+}
+
+// MemKind is the kind of memory at one end of a copy.
+type MemKind uint8
+
+const (
+	MemUnknown MemKind = iota
+	Pageable
+	Pinned
+	DeviceMem
+	Managed
+	Array
+)
+
+func (m MemKind) String() string {
+	return [...]string{"unknown", "pageable", "pinned", "device", "managed", "array"}[m]
+}
+
+// GPUOp is one activity on a GPU: a kernel, a memcpy or a memset.
+// Times are nanoseconds on the trace's clock, End >= Start.
+type GPUOp struct {
+	Start, End int64
+	// Corr is the correlation id linking the op to its launching API call,
+	// unique within Process; 0 when the trace has none.
+	Corr    int64
+	Bytes   int64 // memcpy and memset only
+	Name    Name
+	Process int32 // process whose API call launched it (nsys pid; 0 for Kineto)
+	Device  int32
+	Stream  int32
+	Kind    Kind
+	Copy    CopyKind // memcpy only
+	Src     MemKind  // memcpy only
+	Dst     MemKind  // memcpy and memset
+}
+
+// APICall is a CUDA runtime or driver API call on a host thread. Its name has
+// any API-version suffix such as _v3020 removed.
+type APICall struct {
+	Start, End int64
+	Corr       int64
+	Thread     int64
+	Name       Name
+	Process    int32
+}
+
+// Range is a named interval on a host thread: a Kineto cpu_op or
+// user_annotation, or an NVTX push/pop or start/end range.
+type Range struct {
+	Start, End int64
+	Thread     int64
+	Name       Name
+	Process    int32
+}
+
+// Device describes one GPU as the trace records it.
+type Device struct {
+	ID     int    `json:"id"`
+	Name   string `json:"name"`
+	Memory int64  `json:"memory_bytes,omitempty"`
+	SMs    int    `json:"sms,omitempty"`
+}
+
+// Format names of the readers.
+const (
+	FormatKineto = "kineto"
+	FormatNsys   = "nsys"
+)
+
+// Profile is one rank's trace.
+type Profile struct {
+	Path   string
+	Format string // FormatKineto or FormatNsys
+	// Variant says which flavour of the format the reader saw, e.g.
+	// "kineto", "kineto-legacy-2021", "autograd-cpu" or "nsys 2022.4.2.1 (schema 3.0.0)".
+	Variant   string
+	Rank      int // -1 when the trace does not say
+	WorldSize int // 0 when the trace does not say
+	Process   int // OS process id where known, else 0
+	Devices   []Device
+
+	Names  *Strings
+	GPU    []GPUOp
+	API    []APICall
+	Ranges []Range
+
+	// Warnings are things the reader noticed that do not stop analysis.
+	Warnings []string
+}
+
+// New returns an empty profile for path.
+func New(path, format string) *Profile {
+	return &Profile{Path: path, Format: format, Rank: -1, Names: NewStrings()}
+}
+
+// Warnf records a warning.
+func (p *Profile) Warnf(format string, args ...any) {
+	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
+}
+
+// Sort orders every event list by start time (then by end, longest first),
+// the order analysis expects.
+func (p *Profile) Sort() {
+	slices.SortStableFunc(p.GPU, func(a, b GPUOp) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End))
+	})
+	slices.SortStableFunc(p.API, func(a, b APICall) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(p.Ranges, func(a, b Range) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End))
+	})
+}
+
+// SyntaxError reports malformed input at a position, as in benchfmt.
+type SyntaxError struct {
+	File string
+	Pos  string // e.g. "offset 1834" or "table NVTX_EVENTS"
+	Msg  string
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Pos == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s:%s: %s", e.File, e.Pos, e.Msg)
+}
+
+// StripAPIVersion removes a CUDA API version suffix such as _v3020 or
+// _v11010 from name: cudaStreamSynchronize_v3020 becomes cudaStreamSynchronize.
+func StripAPIVersion(name string) string {
+	i := len(name)
+	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
+		i--
+	}
+	if i == len(name) || i < 3 || name[i-1] != 'v' || name[i-2] != '_' {
+		return name
+	}
+	return name[:i-2]
+}
