@@ -57,26 +57,26 @@ type Window struct {
 // Step is one step's metrics. GPU metrics are null for a profile without
 // GPU activity.
 type Step struct {
-	Name           string                      `json:"name"`
-	Start          int64                       `json:"start_ns"`
-	End            int64                       `json:"end_ns"`
-	HostStart      int64                       `json:"host_start_ns"`
-	HostEnd        int64                       `json:"host_end_ns"`
-	StepTime       int64                       `json:"step_time_ns"`
-	Kernels        *int                        `json:"kernels"`
-	GPUBusy        *int64                      `json:"gpu_busy_ns"`
-	GPUUtil        *float64                    `json:"gpu_util"`
-	GPUIdle        *int64                      `json:"gpu_idle_ns"`
-	CPUWait        *int64                      `json:"cpu_wait_ns"`
-	DataWait       int64                       `json:"data_wait_ns"`
-	SyncCalls      int                         `json:"sync_calls"`
-	SyncTime       int64                       `json:"sync_time_ns"`
+	Name           string                     `json:"name"`
+	Start          int64                      `json:"start_ns"`
+	End            int64                      `json:"end_ns"`
+	HostStart      int64                      `json:"host_start_ns"`
+	HostEnd        int64                      `json:"host_end_ns"`
+	StepTime       int64                      `json:"step_time_ns"`
+	Kernels        *int                       `json:"kernels"`
+	GPUBusy        *int64                     `json:"gpu_busy_ns"`
+	GPUUtil        *float64                   `json:"gpu_util"`
+	GPUIdle        *int64                     `json:"gpu_idle_ns"`
+	CPUWait        *int64                     `json:"cpu_wait_ns"`
+	DataWait       int64                      `json:"data_wait_ns"`
+	SyncCalls      int                        `json:"sync_calls"`
+	SyncTime       int64                      `json:"sync_time_ns"`
 	Memcpy         map[string]analysis.Copies `json:"memcpy"`
-	CommTime       *int64                      `json:"comm_time_ns"`
-	ExposedComm    *int64                      `json:"exposed_comm_ns"`
-	ExposedCopy    *int64                      `json:"exposed_copy_ns"`
-	LaunchOverhead *int64                      `json:"launch_overhead_ns"`
-	ShortKernels   *float64                    `json:"short_kernels"`
+	CommTime       *int64                     `json:"comm_time_ns"`
+	ExposedComm    *int64                     `json:"exposed_comm_ns"`
+	ExposedCopy    *int64                     `json:"exposed_copy_ns"`
+	LaunchOverhead *int64                     `json:"launch_overhead_ns"`
+	ShortKernels   *float64                   `json:"short_kernels"`
 }
 
 // Ranks is the cross-rank view of a multi-file (multi-rank) analysis.

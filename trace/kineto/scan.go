@@ -416,7 +416,7 @@ func usToNs(b []byte) (int64, bool) {
 			fd++
 		}
 	}
-	if i != len(b) || nd == 0 || nd > 15 {
+	if i != len(b) || nd == 0 || nd > 16 || ip > (math.MaxInt64-1000)/1000 {
 		f, err := strconv.ParseFloat(unsafeString(b), 64)
 		if err != nil || math.IsNaN(f) || math.Abs(f) > 9e15 {
 			return 0, false

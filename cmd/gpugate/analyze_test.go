@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gpugate/internal/fixtures"
+	"gpugate/trace/nsys"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = gpugate(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestAnalyzeEightRanks(t *testing.T) {
+	files := fixtures.Glob(t, "kineto/param-dlrm-8rank-v100/*.json.gz")
+	if len(files) != 8 {
+		t.Fatalf("%d DLRM rank files, want 8", len(files))
+	}
+	code, out, errOut := run(t, append([]string{"analyze", "-format", "json"}, files...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Profiles []struct {
+			Rank      *int `json:"rank"`
+			WorldSize *int `json:"world_size"`
+		} `json:"profiles"`
+		Ranks struct {
+			Count   int `json:"count"`
+			Slowest struct {
+				Rank       *int    `json:"rank"`
+				StepTimeMs float64 `json:"step_time_ms"`
+			} `json:"slowest"`
+			Fastest struct {
+				Rank       *int    `json:"rank"`
+				StepTimeMs float64 `json:"step_time_ms"`
+			} `json:"fastest"`
+		} `json:"ranks"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range doc.Profiles {
+		if p.Rank == nil || p.WorldSize == nil || *p.WorldSize != 8 {
+			t.Fatalf("profile rank/world_size missing: %+v", p)
+		}
+		seen[*p.Rank] = true
+	}
+	if len(doc.Profiles) != 8 || len(seen) != 8 || doc.Ranks.Count != 8 {
+		t.Fatalf("%d profiles, %d distinct ranks, ranks.count %d; want 8", len(doc.Profiles), len(seen), doc.Ranks.Count)
+	}
+	// PROVENANCE.md: the ranks are imbalanced, step 12.5–19.9 ms.
+	if s := doc.Ranks.Slowest; *s.Rank != 1 || s.StepTimeMs < 19.8 || s.StepTimeMs > 20.0 {
+		t.Errorf("slowest = rank %d %.2f ms, want rank 1 at 19.9 ms", *s.Rank, s.StepTimeMs)
+	}
+	if f := doc.Ranks.Fastest; *f.Rank != 7 || f.StepTimeMs < 12.4 || f.StepTimeMs > 12.6 {
+		t.Errorf("fastest = rank %d %.2f ms, want rank 7 at 12.5 ms", *f.Rank, f.StepTimeMs)
+	}
+	code, out, _ = run(t, append([]string{"analyze"}, files...)...)
+	if code != 0 || !strings.Contains(out, "ranks: 8") || !strings.Contains(out, "(slowest, rank 1)") {
+		t.Errorf("text output lacks the cross-rank line:\n%s", out)
+	}
+}
+
+func TestAnalyzeCPUOnly(t *testing.T) {
+	f := fixtures.Path(t, "kineto/hta-cpu-only-edge/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+	code, out, errOut := run(t, "analyze", "-format", "json", f)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Profiles []struct {
+			HasGPU   bool `json:"has_gpu"`
+			Steps    []map[string]any
+			Warnings []string
+		}
+	}
+	json.Unmarshal([]byte(out), &doc)
+	p := doc.Profiles[0]
+	if p.HasGPU || len(p.Steps) != 5 || len(p.Warnings) == 0 {
+		t.Fatalf("has_gpu %v, %d steps, warnings %q", p.HasGPU, len(p.Steps), p.Warnings)
+	}
+	for _, s := range p.Steps {
+		if v, ok := s["kernels"]; !ok || v != nil {
+			t.Errorf("step kernels = %v, want null (absent, never zero)", v)
+		}
+		if v := s["gpu_util"]; v != nil {
+			t.Errorf("step gpu_util = %v, want null", v)
+		}
+	}
+}
+
+func TestAnalyzeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"traceEvents": [` + strings.Repeat(`{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2},`, 200) + `{}]}`))
+	zw.Close()
+	plainDB := filepath.Join(dir, "plain.sqlite")
+	mkPlainSQLite(t, plainDB)
+	cases := []struct{ file, want string }{
+		{write("truncated.json.gz", gz.Bytes()[:gz.Len()/2]), "truncated gzip"},
+		{write("truncated.json", []byte(`{"traceEvents": [{"ph": "X", "cat": "kernel", "na`)), "truncated trace"},
+		{write("notes.txt", []byte("this is not a trace\n")), "not a trace"},
+		{write("empty.json", nil), "empty file"},
+		{write("object.json", []byte(`{"hello": "world"}`)), `no "traceEvents"`},
+		{plainDB, "not an Nsight Systems export"},
+		{filepath.Join(dir, "missing.json"), "no such file"},
+	}
+	for _, c := range cases {
+		code, out, errOut := run(t, "analyze", c.file)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 2 || out != "" || len(lines) != 1 || !strings.Contains(errOut, c.file) || !strings.Contains(errOut, c.want) {
+			t.Errorf("analyze %s: exit %d, stderr %q; want exit 2 and one line naming the file and %q", filepath.Base(c.file), code, errOut, c.want)
+		}
+	}
+}
+
+// A report from nsys 2025.5 cannot be opened by the nsys 2022.4 that Debian
+// ships; gpugate must say so, naming both versions.
+func TestAnalyzeReportTooNew(t *testing.T) {
+	rep := fixtures.Path(t, "nsys-rep/jax-toolbox-cuda-examples-2025.5/pdl_2p2c.nsys-rep")
+	cli, err := nsys.FindCLI(os.Getenv("GPUGATE_NSYS"))
+	if err != nil {
+		t.Skipf("needs the nsys CLI (scripts/setup-profilers.sh installs it): %v", err)
+	}
+	installed := nsys.CLIVersion(context.Background(), cli)
+	code, _, errOut := run(t, "analyze", "-nsys", cli, rep)
+	if code != 2 || !strings.Contains(errOut, "2025.5.1") || !strings.Contains(errOut, installed) || !strings.Contains(errOut, rep) {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the report, 2025.5.1 and the installed %s", code, errOut, installed)
+	}
+	if strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("error is not one line: %q", errOut)
+	}
+}
+
+func TestAnalyzeUsage(t *testing.T) {
+	if code, _, errOut := run(t, "analyze"); code != 2 || !strings.Contains(errOut, "usage:") {
+		t.Errorf("analyze without files: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "analyze", "-step-pattern", "(", "x.json"); code != 2 || !strings.Contains(errOut, "-step-pattern") {
+		t.Errorf("bad pattern: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run(t, "analyze", "-format", "xml", "x.json"); code != 2 || !strings.Contains(errOut, "-format") {
+		t.Errorf("bad format: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := run(t, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+	if code, out, _ := run(t, "help", "analyze"); code != 0 || !strings.Contains(out, "-step-pattern") {
+		t.Errorf("help analyze: exit %d\n%s", code, out)
+	}
+}

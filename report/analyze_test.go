@@ -1,0 +1,91 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"gpugate/analysis"
+	"gpugate/internal/testdb"
+	"gpugate/trace/nsys"
+)
+
+func keys(m map[string]any) []string {
+	var k []string
+	for key := range m {
+		k = append(k, key)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// TestAnalysisJSONContract checks that the JSON has exactly the fields that
+// docs/json.md documents, and that the document names each of them.
+func TestAnalysisJSONContract(t *testing.T) {
+	db := testdb.FromSQL(t, filepath.Join("..", "trace", "nsys", "testdata", "two-process-2022.4.sql"))
+	ps, err := nsys.ReadFile(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*analysis.Result
+	for _, p := range ps {
+		rs = append(rs, analysis.Analyze(p, analysis.Options{}))
+	}
+	var buf bytes.Buffer
+	if err := NewAnalysis(rs).WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s keys = %v, want %v", what, got, want)
+		}
+	}
+	check("document", keys(doc), "profiles", "ranks")
+	prof := doc["profiles"].([]any)[0].(map[string]any)
+	check("profile", keys(prof), "path", "format", "variant", "rank", "world_size", "process", "devices", "has_gpu",
+		"whole_profile", "window", "steps", "summary", "warnings")
+	check("window", keys(prof["window"].(map[string]any)), "start_ns", "end_ns", "kernels", "memcpy_count", "gpu_busy_ns")
+	step := prof["steps"].([]any)[0].(map[string]any)
+	check("step", keys(step), "name", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "step_time_ns", "kernels",
+		"gpu_busy_ns", "gpu_util", "gpu_idle_ns", "cpu_wait_ns", "data_wait_ns", "sync_calls", "sync_time_ns", "memcpy",
+		"comm_time_ns", "exposed_comm_ns", "exposed_copy_ns", "launch_overhead_ns", "short_kernels")
+	check("memcpy", keys(step["memcpy"].(map[string]any)), "h2d", "d2h", "d2d")
+	check("copies", keys(step["memcpy"].(map[string]any)["h2d"].(map[string]any)), "count", "bytes", "time_ns", "pageable")
+	check("summary entry", keys(prof["summary"].(map[string]any)["step_time_ms"].(map[string]any)), "median", "mean", "p90", "min", "max", "n")
+	ranks := doc["ranks"].(map[string]any)
+	check("ranks", keys(ranks), "count", "slowest", "fastest", "spread_pct", "per_rank")
+	check("rank stat", keys(ranks["slowest"].(map[string]any)), "index", "rank", "path", "steps", "step_time_ms", "gpu_util")
+
+	// Every key is documented.
+	md, err := os.ReadFile(filepath.Join("..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	all = append(all, keys(prof)...)
+	all = append(all, keys(step)...)
+	all = append(all, keys(prof["summary"].(map[string]any))...)
+	all = append(all, keys(ranks)...)
+	for _, k := range all {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(k, "_ms"), "_MB"), "_us"), "_count")
+		if !strings.Contains(string(md), `"`+k+`"`) && !strings.Contains(string(md), base) {
+			t.Errorf("JSON key %q is not documented in docs/json.md", k)
+		}
+	}
+	// The step times of the hand-made export (see analysis tests).
+	if got := step["step_time_ns"].(float64); got != 4500 {
+		t.Errorf("step_time_ns = %v, want 4500", got)
+	}
+}
