@@ -208,15 +208,21 @@ func (p *Profile) Warnf(format string, args ...any) {
 	p.Warnings = append(p.Warnings, fmt.Sprintf(format, args...))
 }
 
-// Sort orders every event list by start time (then by end, longest first),
-// the order analysis expects.
+// Sort orders every event list by start time (then by end, ranges longest
+// first), the order analysis expects. Ties are broken on every field, so the
+// order does not depend on the order the reader found the events in.
 func (p *Profile) Sort() {
-	slices.SortStableFunc(p.GPU, func(a, b GPUOp) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End))
+	slices.SortFunc(p.GPU, func(a, b GPUOp) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
+			cmp.Compare(a.Corr, b.Corr), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Name, b.Name))
 	})
-	slices.SortStableFunc(p.API, func(a, b APICall) int { return cmp.Compare(a.Start, b.Start) })
-	slices.SortStableFunc(p.Ranges, func(a, b Range) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End))
+	slices.SortFunc(p.API, func(a, b APICall) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
+			cmp.Compare(a.Corr, b.Corr), cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Name, b.Name))
+	})
+	slices.SortFunc(p.Ranges, func(a, b Range) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End), cmp.Compare(a.Process, b.Process),
+			cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Name, b.Name))
 	})
 }
 

@@ -22,14 +22,31 @@ import (
 	"gpugate/trace"
 )
 
-// ReadFile reads the trace at path; gzip is detected from the content.
+// ReadFile reads the trace at path; gzip is detected from the content. A
+// large uncompressed file is parsed by several goroutines (see parallel.go).
 func ReadFile(path string) (*trace.Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Parse(f, path)
+	var magic [2]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	st, err := f.Stat()
+	if err != nil || (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) || st.Size() < parallelMinBytes {
+		return Parse(f, path)
+	}
+	p := newParser(newScanner(io.NewSectionReader(f, 0, st.Size())), path)
+	p.file, p.size = f, st.Size()
+	if err := p.parse(); err != nil {
+		return nil, p.wrap(err, false)
+	}
+	p.finish()
+	return p.p, nil
+}
+
+func newParser(s *scanner, name string) *parser {
+	return &parser{s: s, p: trace.New(name, trace.FormatKineto), copyInfo: map[trace.Name]copyInfo{}}
 }
 
 // Parse reads a trace from r; name is used in errors and as the profile path.
@@ -46,7 +63,7 @@ func Parse(r io.Reader, name string) (*trace.Profile, error) {
 		defer zr.Close()
 		src = zr
 	}
-	p := &parser{s: newScanner(src), p: trace.New(name, trace.FormatKineto), copyInfo: map[trace.Name]copyInfo{}}
+	p := newParser(newScanner(src), name)
 	if err := p.parse(); err != nil {
 		return nil, p.wrap(err, gz)
 	}
@@ -75,6 +92,15 @@ func (p *parser) wrap(err error, gz bool) error {
 	return &trace.SyntaxError{File: p.p.Path, Pos: pos, Msg: msg}
 }
 
+// Member names the parser looks for, by object.
+var (
+	topKeys   = []string{"traceEvents", "deviceProperties", "distributedInfo"}
+	eventKeys = []string{"ph", "cat", "name", "ts", "dur", "pid", "tid", "args"}
+	argKeys   = []string{"correlation", "device", "stream", "bytes"}
+	devKeys   = []string{"id", "name", "totalGlobalMem", "numSms"}
+	distKeys  = []string{"rank", "world_size"}
+)
+
 type copyInfo struct {
 	kind     trace.CopyKind
 	src, dst trace.MemKind
@@ -92,10 +118,16 @@ type parser struct {
 	sawEvents        bool
 	legacy, noCat    int
 	cpuFunctions     int
-	threadNames      map[string]int64
 	gpuUserAnnot     int
 	hasDeviceProps   bool
 	distributedFound bool
+
+	// file and size are set when the input is a plain file that can be
+	// read at any offset, which allows parsing events in parallel.
+	file interface {
+		io.ReaderAt
+	}
+	size int64
 }
 
 // event holds the fields of one trace event; its byte slices are reused.
@@ -137,6 +169,7 @@ func (p *parser) parse() error {
 	default:
 		return &trace.SyntaxError{File: p.p.Path, Pos: "offset 0", Msg: fmt.Sprintf("not a JSON trace (starts with %q)", c)}
 	}
+	s = p.s
 	if !s.atEOF() {
 		c, _ := s.peek()
 		return s.unexpected(c, "end of input after the trace")
@@ -148,22 +181,24 @@ func (p *parser) parse() error {
 }
 
 func (p *parser) topObject() error {
-	s := p.s
-	more, err := s.openObject()
-	for ; more && err == nil; more, err = s.comma('}') {
-		if p.key, err = s.readKey(p.key); err != nil {
+	// p.s, not a copy: parallelEvents hands the rest of the input to
+	// another scanner.
+	more, err := p.s.openObject()
+	for ; more && err == nil; more, err = p.s.comma('}') {
+		k, err := p.s.readKey(&p.key, topKeys)
+		if err != nil {
 			return err
 		}
-		switch string(p.key) {
-		case "traceEvents":
+		switch k {
+		case 0:
 			p.sawEvents = true
 			err = p.events()
-		case "deviceProperties":
+		case 1:
 			err = p.deviceProperties()
-		case "distributedInfo":
+		case 2:
 			err = p.distributedInfo()
 		default:
-			err = s.skipValue()
+			err = p.s.skipValue()
 		}
 		if err != nil {
 			return err
@@ -174,6 +209,9 @@ func (p *parser) topObject() error {
 
 func (p *parser) events() error {
 	s := p.s
+	if p.file != nil {
+		return p.parallelEvents()
+	}
 	more, err := s.openArray()
 	for ; more && err == nil; more, err = s.comma(']') {
 		c, err := s.peek()
@@ -200,27 +238,36 @@ func (p *parser) event() error {
 	e.hasDevice, e.hasStream = false, false
 	more, err := s.openObject()
 	for ; more && err == nil; more, err = s.comma('}') {
-		if p.key, err = s.readKey(p.key); err != nil {
+		k, err := s.readKey(&p.key, eventKeys)
+		if err != nil {
 			return err
 		}
-		switch string(p.key) {
-		case "ph":
+		switch k {
+		case 0: // ph
 			if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
-		case "cat":
+		case 1: // cat
 			e.cat, err = p.stringValue(e.cat)
-		case "name":
+		case 2: // name
+			if e.ph != 0 && e.ph != 'X' {
+				err = s.skipValue() // flows, instants and metadata are not kept
+				break
+			}
 			e.name, err = p.stringValue(e.name)
-		case "ts":
+		case 3: // ts
 			e.ts, e.hasTs, err = p.timeValue()
-		case "dur":
+		case 4: // dur
 			e.dur, e.hasDur, err = p.timeValue()
-		case "pid":
+		case 5: // pid
 			e.pid, e.pidNum, e.pidIsNum, err = p.idValue(e.pid)
-		case "tid":
+		case 6: // tid
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
-		case "args":
+		case 7: // args
+			if len(e.cat) > 0 && !argsNeeded(e.cat) {
+				err = s.skipValue() // cpu_op args are large and unused
+				break
+			}
 			err = p.args()
 		default:
 			err = s.skipValue()
@@ -243,19 +290,20 @@ func (p *parser) args() error {
 	}
 	more, err := s.openObject()
 	for ; more && err == nil; more, err = s.comma('}') {
-		if p.key, err = s.readKey(p.key); err != nil {
+		k, err := s.readKey(&p.key, argKeys)
+		if err != nil {
 			return err
 		}
 		var dst *int64
 		var flag *bool
-		switch string(p.key) {
-		case "correlation":
+		switch k {
+		case 0:
 			dst = &e.corr
-		case "device":
+		case 1:
 			dst, flag = &e.device, &e.hasDevice
-		case "stream":
+		case 2:
 			dst, flag = &e.stream, &e.hasStream
-		case "bytes":
+		case 3:
 			dst = &e.bytes
 		default:
 			if err = s.skipValue(); err != nil {
@@ -284,6 +332,16 @@ func (p *parser) args() error {
 		}
 	}
 	return err
+}
+
+// argsNeeded reports whether events of category cat carry args the profile
+// keeps (correlation, device, stream, bytes).
+func argsNeeded(cat []byte) bool {
+	switch string(cat) {
+	case "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "Kernel", "Memcpy", "Memset", "Runtime":
+		return true
+	}
+	return false
 }
 
 // stringValue reads a string, or skips a non-string value and returns dst empty.
@@ -414,21 +472,18 @@ func (p *parser) addRange(start, end int64) {
 	})
 }
 
-// thread returns a numeric thread key; named threads get negative keys.
+// namedThread marks thread keys made from a tid string that holds no
+// number: namedThread + the string's Name. Numeric tids, negative ones
+// included, never come near it.
+const namedThread = int64(1) << 62
+
+// thread returns the event's numeric thread key.
 func (p *parser) thread() int64 {
 	e := &p.ev
 	if e.tidIsNum {
 		return e.tidNum
 	}
-	if p.threadNames == nil {
-		p.threadNames = map[string]int64{}
-	}
-	if id, ok := p.threadNames[string(e.tid)]; ok {
-		return id
-	}
-	id := -int64(len(p.threadNames) + 1)
-	p.threadNames[string(e.tid)] = id
-	return id
+	return namedThread + int64(p.p.Names.Intern(e.tid))
 }
 
 func (p *parser) gpuOp(kind trace.Kind, start, end int64) trace.GPUOp {
@@ -531,20 +586,21 @@ func (p *parser) deviceProperties() error {
 		}
 		mo, err := s.openObject()
 		for ; mo && err == nil; mo, err = s.comma('}') {
-			if p.key, err = s.readKey(p.key); err != nil {
+			k, err := s.readKey(&p.key, devKeys)
+			if err != nil {
 				return err
 			}
-			switch string(p.key) {
-			case "id":
+			switch k {
+			case 0: // id
 				var n int64
 				n, err = p.intValue()
 				d.ID = int(n)
-			case "name":
+			case 1: // name
 				p.str, err = p.stringValue(p.str)
 				d.Name = string(p.str)
-			case "totalGlobalMem":
+			case 2: // totalGlobalMem
 				d.Memory, err = p.intValue()
-			case "numSms":
+			case 3: // numSms
 				var n int64
 				n, err = p.intValue()
 				d.SMs = int(n)
@@ -574,16 +630,17 @@ func (p *parser) distributedInfo() error {
 	}
 	more, err := s.openObject()
 	for ; more && err == nil; more, err = s.comma('}') {
-		if p.key, err = s.readKey(p.key); err != nil {
+		k, err := s.readKey(&p.key, distKeys)
+		if err != nil {
 			return err
 		}
-		switch string(p.key) {
-		case "rank":
+		switch k {
+		case 0: // rank
 			var n int64
 			n, err = p.intValue()
 			p.p.Rank = int(n)
 			p.distributedFound = true
-		case "world_size":
+		case 1: // world_size
 			var n int64
 			n, err = p.intValue()
 			p.p.WorldSize = int(n)

@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -85,14 +86,32 @@ func (s *scanner) ensure(n int) bool {
 
 // peek skips white space and returns the next byte without consuming it.
 func (s *scanner) peek() (byte, error) {
+	if p := s.pos; p+1 < s.end {
+		if c := s.buf[p]; c > ' ' {
+			return c, nil
+		} else if c == ' ' && s.buf[p+1] > ' ' { // ": x" and ", x"
+			s.pos = p + 1
+			return s.buf[p+1], nil
+		}
+	}
+	return s.peekSlow()
+}
+
+func (s *scanner) peekSlow() (byte, error) {
 	for {
-		for s.pos < s.end {
-			c := s.buf[s.pos]
-			if c > ' ' {
+		// Locals, not fields, in the loop: this is the hottest loop of the parser.
+		buf, pos := s.buf[:s.end], s.pos
+		// Pretty-printed traces indent with runs of spaces: skip 8 at a time.
+		for pos+8 <= len(buf) && binary.LittleEndian.Uint64(buf[pos:]) == 0x2020202020202020 {
+			pos += 8
+		}
+		for ; pos < len(buf); pos++ {
+			if c := buf[pos]; c > ' ' {
+				s.pos = pos
 				return c, nil
 			}
-			s.pos++
 		}
+		s.pos = pos
 		if !s.more() {
 			return 0, s.err()
 		}
@@ -269,6 +288,19 @@ func (s *scanner) readNumber(dst []byte) ([]byte, error) {
 		return dst, err
 	}
 	start := len(dst)
+	// Fast path: the whole number lies in the buffer.
+	for i := s.pos; i < s.end; i++ {
+		c := s.buf[i]
+		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' || (c >= 'a' && c <= 'z') {
+			continue
+		}
+		if i == s.pos {
+			return dst, s.unexpected(c, "a value")
+		}
+		dst = append(dst, s.buf[s.pos:i]...)
+		s.pos = i
+		return dst, nil
+	}
 	for {
 		for s.pos < s.end {
 			c := s.buf[s.pos]
@@ -314,24 +346,28 @@ func (s *scanner) skipValue() error {
 	}
 	depth := 0
 	for {
-		for s.pos < s.end {
-			switch s.buf[s.pos] {
+		buf, pos := s.buf[:s.end], s.pos
+		for pos < len(buf) {
+			switch buf[pos] {
 			case '"':
+				s.pos = pos
 				if err := s.skipString(); err != nil {
 					return err
 				}
+				buf, pos = s.buf[:s.end], s.pos
 				continue
 			case '{', '[':
 				depth++
 			case '}', ']':
 				depth--
 				if depth == 0 {
-					s.pos++
+					s.pos = pos + 1
 					return nil
 				}
 			}
-			s.pos++
+			pos++
 		}
+		s.pos = pos
 		if !s.more() {
 			return s.err()
 		}
@@ -377,13 +413,42 @@ func (s *scanner) open(open, close byte) (bool, error) {
 	return true, nil
 }
 
-// readKey reads an object member name and the colon after it.
-func (s *scanner) readKey(dst []byte) ([]byte, error) {
-	dst, err := s.readString(dst[:0])
-	if err != nil {
-		return dst, err
+// readKey reads an object member name and the colon after it, and returns
+// the name's index in names, or -1 for a name not listed.
+func (s *scanner) readKey(scratch *[]byte, names []string) (int, error) {
+	// Fast path: a short name without escapes, already in the buffer.
+	if s.pos+1 < s.end && s.buf[s.pos] == '"' {
+		for i := s.pos + 1; i < s.end && i < s.pos+40; i++ {
+			c := s.buf[i]
+			if c == '\\' {
+				break
+			}
+			if c == '"' {
+				k := lookupKey(s.buf[s.pos+1:i], names)
+				s.pos = i + 1
+				if s.pos < s.end && s.buf[s.pos] == ':' {
+					s.pos++
+					return k, nil
+				}
+				return k, s.expect(':')
+			}
+		}
 	}
-	return dst, s.expect(':')
+	var err error
+	*scratch, err = s.readString((*scratch)[:0])
+	if err != nil {
+		return -1, err
+	}
+	return lookupKey(*scratch, names), s.expect(':')
+}
+
+func lookupKey(b []byte, names []string) int {
+	for i, n := range names {
+		if len(b) == len(n) && len(b) > 0 && b[0] == n[0] && string(b) == n {
+			return i
+		}
+	}
+	return -1
 }
 
 // usToNs converts a decimal count of microseconds, as chrome traces write
@@ -438,6 +503,22 @@ func usToNs(b []byte) (int64, bool) {
 
 // parseInt parses an integer value; a float is truncated.
 func parseInt(b []byte) (int64, bool) {
+	if len(b) > 0 && len(b) < 19 {
+		var n int64
+		i := 0
+		if b[0] == '-' {
+			i = 1
+		}
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			n = n*10 + int64(b[i]-'0')
+		}
+		if i == len(b) && (b[0] != '-' || len(b) > 1) {
+			if b[0] == '-' {
+				n = -n
+			}
+			return n, true
+		}
+	}
 	n, err := strconv.ParseInt(unsafeString(b), 10, 64)
 	if err == nil {
 		return n, true
