@@ -178,8 +178,8 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		windows[i] = span{r.Steps[i].Start, r.Steps[i].End}
 	}
 
-	r.hostCalls(opt)
 	data := dataRanges(p, opt.DataPattern)
+	r.hostCalls(opt, data)
 	if r.HasGPU {
 		r.gpuMetrics(opt, opStep, windows, data)
 	} else {
@@ -261,30 +261,56 @@ func (r *Result) span() {
 func (r *Result) link() {
 	p := r.Profile
 	r.Launch = make([]int32, len(p.GPU))
-	byCorr := make(map[uint64]int32, len(p.API))
+	var maxCorr int64
 	for i := range p.API {
-		if c := p.API[i].Corr; c != 0 {
+		maxCorr = max(maxCorr, p.API[i].Corr)
+	}
+	// Correlation ids are small, dense counters in practice: index a slice
+	// by them. Sparse ids (a hand-made or merged trace) fall back to a map.
+	var dense []int32
+	var byCorr map[uint64]int32
+	if maxCorr < int64(4*len(p.API)+1<<20) {
+		dense = make([]int32, maxCorr+1)
+	} else {
+		byCorr = make(map[uint64]int32, len(p.API))
+	}
+	for i := range p.API {
+		c := p.API[i].Corr
+		if c <= 0 {
+			continue
+		}
+		if dense != nil {
+			dense[c] = int32(i) + 1 // 0 means none
+		} else {
 			byCorr[corrKey(p.API[i].Process, c)] = int32(i)
 		}
 	}
 	unlinked := 0
 	for i := range p.GPU {
 		r.Launch[i] = -1
-		if c := p.GPU[i].Corr; c != 0 {
-			if a, ok := byCorr[corrKey(p.GPU[i].Process, c)]; ok {
-				r.Launch[i] = a
-				continue
+		op := &p.GPU[i]
+		a := int32(-1)
+		switch c := op.Corr; {
+		case c <= 0:
+		case dense != nil:
+			if c < int64(len(dense)) {
+				a = dense[c] - 1
 			}
+		default:
+			if j, ok := byCorr[corrKey(op.Process, c)]; ok {
+				a = j
+			}
+		}
+		// correlationId is unique only within a process.
+		if a >= 0 && p.API[a].Process == op.Process {
+			r.Launch[i] = a
+			continue
 		}
 		unlinked++
 	}
 	if unlinked > 0 && len(p.API) > 0 {
 		r.warnf("%d of %d GPU ops have no launching API call in the trace; they are attributed to steps by their start time", unlinked, len(p.GPU))
 	}
-}
-
-func corrKey(proc int32, corr int64) uint64 {
-	return uint64(uint32(proc))<<40 ^ uint64(corr)
 }
 
 // stepAt returns the index of the step whose host window holds t, or -1.
@@ -378,13 +404,16 @@ func launchAPI(name string) bool {
 }
 
 // hostCalls counts sync calls and launch statistics per step.
-func (r *Result) hostCalls(opt Options) {
+func (r *Result) hostCalls(opt Options, data []span) {
 	p := r.Profile
 	if !r.HasGPU {
+		// Without a GPU the Dataset's own tensor code runs inside the
+		// data-loader ranges when num_workers=0; its .item() calls are CPU
+		// work, not device syncs, so only syncs outside them count.
 		proxy := p.Names.Match(opt.SyncProxyPattern)
 		for i := range p.Ranges {
 			rg := &p.Ranges[i]
-			if !proxy[rg.Name] {
+			if !proxy[rg.Name] || inSpans(data, rg.Start) {
 				continue
 			}
 			if s := r.stepAt(rg.Start); s >= 0 {
@@ -432,6 +461,15 @@ func (r *Result) hostCalls(opt Options) {
 			r.Steps[i].LaunchOverhead = medianSorted(d)
 		}
 	}
+}
+
+// inSpans reports whether t lies in one of the sorted, disjoint spans.
+func inSpans(spans []span, t int64) bool {
+	i, _ := slices.BinarySearchFunc(spans, t, func(s span, t int64) int { return cmp.Compare(s.lo, t) })
+	if i < len(spans) && spans[i].lo == t {
+		return true
+	}
+	return i > 0 && t < spans[i-1].hi
 }
 
 func medianSorted(d []int64) int64 {
@@ -513,7 +551,7 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 		s.GPUBusy, s.Compute, s.CommTime, s.ExposedComm, s.ExposedCopy = busyW[i], computeW[i], commW[i], exCommW[i], exCopyW[i]
 	}
 
-	r.gaps(busy, windows)
+	r.gaps(windows)
 	var wait []span
 	for _, g := range r.Gaps {
 		if g.HostWait {
@@ -531,17 +569,16 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 
 // gaps finds the idle intervals between busy islands inside the steps'
 // windows and classifies them (DESIGN.md, cpu_wait; HTA's "host wait").
-func (r *Result) gaps(busy []span, windows []span) {
+func (r *Result) gaps(windows []span) {
 	if len(windows) == 0 {
 		return
 	}
 	p := r.Profile
 	lo, hi := windows[0].lo, windows[len(windows)-1].hi
-	// hostWait reports whether the ops starting at t (the end of a gap that
-	// began at g0) were all launched at or after g0.
-	hostWait := func(g0, t int64) (bool, int) {
-		i, _ := slices.BinarySearchFunc(p.GPU, t, func(op trace.GPUOp, t int64) int { return cmp.Compare(op.Start, t) })
-		first := i
+	// hostWait reports whether the ops starting at p.GPU[i].Start (the end
+	// of a gap that began at g0) were all launched at or after g0.
+	hostWait := func(g0 int64, i int) bool {
+		t := p.GPU[i].Start
 		linked := false
 		for ; i < len(p.GPU) && p.GPU[i].Start == t; i++ {
 			a := r.Launch[i]
@@ -550,24 +587,24 @@ func (r *Result) gaps(busy []span, windows []span) {
 			}
 			linked = true
 			if p.API[a].Start < g0 {
-				return false, first
+				return false
 			}
 		}
-		return linked, first
+		return linked
 	}
 	prevEnd := lo
-	for _, b := range busy {
-		if b.hi <= lo {
+	for i := range p.GPU {
+		op := &p.GPU[i]
+		if op.End <= op.Start || op.End <= lo {
 			continue
 		}
-		if b.lo >= hi {
+		if op.Start >= hi {
 			break
 		}
-		if b.lo > prevEnd {
-			hw, next := hostWait(prevEnd, b.lo)
-			r.Gaps = append(r.Gaps, Gap{Start: prevEnd, End: b.lo, HostWait: hw, Next: next})
+		if op.Start > prevEnd {
+			r.Gaps = append(r.Gaps, Gap{Start: prevEnd, End: op.Start, HostWait: hostWait(prevEnd, i), Next: i})
 		}
-		prevEnd = max(prevEnd, b.hi)
+		prevEnd = max(prevEnd, op.End)
 	}
 	if prevEnd < hi {
 		// Nothing runs until the end of the last window: nothing was queued,
@@ -596,4 +633,8 @@ func (r *Result) shortKernels(opStep []int32) {
 			r.Steps[i].ShortKernels = float64(short[i]) / float64(launched[i])
 		}
 	}
+}
+
+func corrKey(proc int32, corr int64) uint64 {
+	return uint64(uint32(proc))<<40 ^ uint64(corr)
 }

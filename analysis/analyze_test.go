@@ -3,11 +3,13 @@ package analysis
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"gpugate/internal/testdb"
+	"gpugate/trace/kineto"
 	"gpugate/trace/nsys"
 )
 
@@ -61,5 +63,34 @@ func TestHandMadeNsys(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want2, r2.Steps); diff != "" {
 		t.Errorf("process 200 steps (-want +got):\n%s", diff)
+	}
+}
+
+// A CPU-only autograd trace, made by hand: two steps; the first has a
+// data-loader wait with the Dataset's own .item() inside it (CPU work, not a
+// sync) and one .item() outside it; the second has none.
+func TestCPUProxies(t *testing.T) {
+	in := `[
+{"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 100, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "ph": "X", "ts": 0, "dur": 40, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "aten::_local_scalar_dense", "ph": "X", "ts": 10, "dur": 1, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "aten::item", "ph": "X", "ts": 60, "dur": 3, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "aten::_local_scalar_dense", "ph": "X", "ts": 61, "dur": 2, "tid": 1, "pid": "CPU functions", "args": {}},
+{"name": "ProfilerStep#2", "ph": "X", "ts": 100, "dur": 50, "tid": 1, "pid": "CPU functions", "args": {}}
+]`
+	p, err := kineto.Parse(strings.NewReader(in), "cpu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Analyze(p, Options{})
+	if len(r.Steps) != 2 || r.HasGPU {
+		t.Fatalf("%d steps, HasGPU %v", len(r.Steps), r.HasGPU)
+	}
+	s0, s1 := r.Steps[0], r.Steps[1]
+	if s0.StepTime() != 100_000 || s0.DataWait != 40_000 || s0.SyncCalls != 1 || s0.SyncTime != 2_000 {
+		t.Errorf("step 1: time %d, data wait %d, syncs %d (%d ns); want 100000, 40000, 1 (2000 ns)", s0.StepTime(), s0.DataWait, s0.SyncCalls, s0.SyncTime)
+	}
+	if s1.StepTime() != 50_000 || s1.DataWait != 0 || s1.SyncCalls != 0 {
+		t.Errorf("step 2: time %d, data wait %d, syncs %d; want 50000, 0, 0", s1.StepTime(), s1.DataWait, s1.SyncCalls)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sync"
 )
 
 // Name is an index into a Profile's string table.
@@ -212,14 +213,28 @@ func (p *Profile) Warnf(format string, args ...any) {
 // first), the order analysis expects. Ties are broken on every field, so the
 // order does not depend on the order the reader found the events in.
 func (p *Profile) Sort() {
+	var wg sync.WaitGroup
+	wg.Go(p.sortGPU)
+	wg.Go(p.sortAPI)
+	p.sortRanges()
+	wg.Wait()
+}
+
+func (p *Profile) sortGPU() {
 	slices.SortFunc(p.GPU, func(a, b GPUOp) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
 			cmp.Compare(a.Corr, b.Corr), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+func (p *Profile) sortAPI() {
 	slices.SortFunc(p.API, func(a, b APICall) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
 			cmp.Compare(a.Corr, b.Corr), cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+func (p *Profile) sortRanges() {
 	slices.SortFunc(p.Ranges, func(a, b Range) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End), cmp.Compare(a.Process, b.Process),
 			cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Name, b.Name))

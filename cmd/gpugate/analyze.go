@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime"
+	"sync"
 
 	"gpugate/analysis"
 	"gpugate/report"
@@ -94,16 +96,26 @@ func (a *analysisFlagSet) loadOptions() load.Options { return load.Options{Nsys:
 // analyzeFiles loads every file (an nsys export can hold several ranks) and
 // analyzes each profile.
 func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
-	var results []*analysis.Result
+	var profiles []*trace.Profile
 	for _, path := range paths {
 		ps, err := load.File(ctx, path, lo)
 		if err != nil {
 			return nil, fmt.Errorf("read trace %w", prefixPath(err, path))
 		}
-		for _, p := range ps {
-			results = append(results, analysis.Analyze(p, opt))
-		}
+		profiles = append(profiles, ps...)
 	}
+	// Ranks are independent: analyze them on all cores.
+	results := make([]*analysis.Result, len(profiles))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, p := range profiles {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = analysis.Analyze(p, opt)
+		})
+	}
+	wg.Wait()
 	return results, nil
 }
 

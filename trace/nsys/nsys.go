@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // the driver, pure Go
 
+	"gpugate/internal/sqlitescan"
 	"gpugate/trace"
 )
 
@@ -121,14 +124,8 @@ func (r *reader) read() ([]*trace.Profile, error) {
 	if err := r.stringIds(); err != nil {
 		return nil, err
 	}
-	steps := []func() error{r.kernels, r.memcpys, r.memsets, r.runtime, r.nvtx}
-	for _, f := range steps {
-		if err := f(); err != nil {
-			return nil, err
-		}
-		if err := r.ctx.Err(); err != nil {
-			return nil, err
-		}
+	if err := r.bulk(); err != nil {
+		return nil, err
 	}
 	return r.profiles()
 }
@@ -209,18 +206,19 @@ func (r *reader) proc(pid int32) *trace.Profile {
 	return p
 }
 
-// query runs a SELECT over table when it exists and has every column in
-// need; optional columns missing from this version are replaced by a default
-// expression. scan is called with one row's values.
-func (r *reader) query(table string, need []string, opt map[string]string, where string, scan func(v []int64, null []bool) error) error {
+// selectSQL builds a SELECT over table naming every column in need, then
+// the optional columns sorted by name, each replaced by its default
+// expression when this export version lacks it. It returns "" when the
+// table is absent (lazy exports leave out empty tables).
+func (r *reader) selectSQL(table string, need []string, opt map[string]string, where string) (string, error) {
 	if !r.tables[table] {
-		return nil
+		return "", nil
 	}
 	cols := r.columns(table)
 	sel := make([]string, 0, len(need)+len(opt))
 	for _, c := range need {
 		if !cols[c] {
-			return fmt.Errorf("table %s has no column %s: unsupported nsys export schema", table, c)
+			return "", fmt.Errorf("table %s has no column %s: unsupported nsys export schema", table, c)
 		}
 		sel = append(sel, `"`+c+`"`)
 	}
@@ -230,7 +228,6 @@ func (r *reader) query(table string, need []string, opt map[string]string, where
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		// opt maps a column to the expression used when it is absent.
 		if cols[k] {
 			sel = append(sel, `"`+k+`"`)
 		} else {
@@ -241,166 +238,254 @@ func (r *reader) query(table string, need []string, opt map[string]string, where
 	if where != "" {
 		q += " WHERE " + where
 	}
-	rows, err := r.db.QueryContext(r.ctx, q)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", table, err)
-	}
-	defer rows.Close()
-	vals := make([]sql.NullInt64, len(sel))
-	ptrs := make([]any, len(sel))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	v := make([]int64, len(sel))
-	null := make([]bool, len(sel))
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return fmt.Errorf("read %s: %w", table, err)
+	return q, nil
+}
+
+// rows collects one table's records, by process.
+type rows struct {
+	gpu    map[int32][]trace.GPUOp
+	api    map[int32][]trace.APICall
+	ranges map[int32][]trace.Range
+	names  *trace.Strings // NVTX only: names local to the goroutine
+	hint   int            // expected row count, to size the first process's slice
+}
+
+// grow appends v to m[pid], sizing a new slice by the row-count hint: the
+// tables are large and growing slices by doubling copied more than reading.
+func grow[T any](m map[int32][]T, pid int32, v T, hint int) {
+	s, ok := m[pid]
+	if !ok {
+		s = make([]T, 0, max(hint, 16))
+		if len(m) > 0 {
+			s = make([]T, 0, 1024)
 		}
-		for i := range vals {
-			v[i], null[i] = vals[i].Int64, !vals[i].Valid
-		}
-		if err := scan(v, null); err != nil {
+	}
+	m[pid] = append(s, v)
+}
+
+// bulk reads the large tables, each on its own connection and goroutine,
+// then hands the records to their processes.
+func (r *reader) bulk() error {
+	memcpyName := r.names.InternString("[CUDA memcpy]")
+	memsetName := r.names.InternString("[CUDA memset]")
+	type job struct {
+		table, where string
+		need         []string
+		opt          map[string]string
+		scan         func(st *sqlitescan.Stmt, out *rows)
+	}
+	jobs := []job{{
+		table: "CUPTI_ACTIVITY_KIND_KERNEL",
+		need:  []string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid"},
+		opt:   map[string]string{"demangledName": "NULL", "shortName": "NULL"},
+		scan: func(st *sqlitescan.Stmt, out *rows) {
+			name := r.strs[st.Int64(6)]
+			if name == 0 {
+				name = r.strs[st.Int64(7)]
+			}
+			start, pid := st.Int64(0), pidOf(st.Int64(5))
+			grow(out.gpu, pid, trace.GPUOp{
+				Start: start, End: max(st.Int64(1), start), Device: int32(st.Int64(2)), Stream: int32(st.Int64(3)),
+				Corr: st.Int64(4), Process: pid, Name: name, Kind: trace.Kernel,
+			}, out.hint)
+		},
+	}, {
+		table: "CUPTI_ACTIVITY_KIND_MEMCPY",
+		need:  []string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"},
+		// Sorted: copyKind (7), dstKind (8), srcKind (9).
+		opt: map[string]string{"copyKind": "0", "srcKind": "7", "dstKind": "7"},
+		scan: func(st *sqlitescan.Stmt, out *rows) {
+			start, pid := st.Int64(0), pidOf(st.Int64(5))
+			grow(out.gpu, pid, trace.GPUOp{
+				Start: start, End: max(st.Int64(1), start), Device: int32(st.Int64(2)), Stream: int32(st.Int64(3)),
+				Corr: st.Int64(4), Process: pid, Bytes: st.Int64(6), Name: memcpyName, Kind: trace.Memcpy,
+				Copy: copyKinds[st.Int64(7)], Src: memKind(st.Int64(9)), Dst: memKind(st.Int64(8)),
+			}, out.hint)
+		},
+	}, {
+		table: "CUPTI_ACTIVITY_KIND_MEMSET",
+		need:  []string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"},
+		opt:   map[string]string{"memKind": "7"},
+		scan: func(st *sqlitescan.Stmt, out *rows) {
+			start, pid := st.Int64(0), pidOf(st.Int64(5))
+			grow(out.gpu, pid, trace.GPUOp{
+				Start: start, End: max(st.Int64(1), start), Device: int32(st.Int64(2)), Stream: int32(st.Int64(3)),
+				Corr: st.Int64(4), Process: pid, Bytes: st.Int64(6), Name: memsetName, Kind: trace.Memset,
+				Dst: memKind(st.Int64(7)),
+			}, out.hint)
+		},
+	}, {
+		table: "CUPTI_ACTIVITY_KIND_RUNTIME",
+		need:  []string{"start", "end", "globalTid", "correlationId", "nameId"},
+		scan: func(st *sqlitescan.Stmt, out *rows) {
+			start, g := st.Int64(0), st.Int64(2)
+			// The raw name; version suffixes are stripped once per name later.
+			grow(out.api, pidOf(g), trace.APICall{
+				Start: start, End: max(st.Int64(1), start), Thread: tidOf(g), Corr: st.Int64(3), Process: pidOf(g), Name: r.strs[st.Int64(4)],
+			}, out.hint)
+		},
+	}, {
+		// 59 push/pop, 60 start/end, 70/71 their NVTXT (imported) forms.
+		table: "NVTX_EVENTS",
+		need:  []string{"start", "end", "globalTid", "text"},
+		opt:   map[string]string{"textId": "NULL"},
+		where: `eventType IN (59, 60, 70, 71) AND "end" IS NOT NULL`,
+		scan: func(st *sqlitescan.Stmt, out *rows) {
+			var name trace.Name
+			if text := st.Bytes(3); text != nil {
+				name = out.names.Intern(text)
+			} else if !st.Null(4) {
+				name = out.names.InternString(r.names.String(r.strs[st.Int64(4)]))
+			}
+			start, g := st.Int64(0), st.Int64(2)
+			grow(out.ranges, pidOf(g), trace.Range{Start: start, End: max(st.Int64(1), start), Thread: tidOf(g), Process: pidOf(g), Name: name}, out.hint)
+		},
+	}}
+	// Large tables are read in rowid ranges of about a million rows, each on
+	// its own connection, so that all cores work on the biggest table too.
+	type task struct {
+		job  job
+		q    string
+		hint int
+	}
+	var tasks []task
+	for _, j := range jobs {
+		q, err := r.selectSQL(j.table, j.need, j.opt, j.where)
+		if err != nil {
 			return err
 		}
+		if q == "" {
+			continue
+		}
+		n := r.rowHint(j.table)
+		parts := min(max(1, n/(1<<20)), 16)
+		cond := " WHERE "
+		if j.where != "" {
+			cond = " AND "
+		}
+		for k := range parts {
+			qk := q
+			if parts > 1 {
+				lo, hi := int64(n)*int64(k)/int64(parts), int64(n)*int64(k+1)/int64(parts)
+				if k == parts-1 {
+					qk += fmt.Sprintf("%srowid > %d", cond, lo)
+				} else {
+					qk += fmt.Sprintf("%srowid > %d AND rowid <= %d", cond, lo, hi)
+				}
+			}
+			tasks = append(tasks, task{j, qk, n / parts})
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", table, err)
+	results := make([]rows, len(tasks))
+	errs := make([]error, len(tasks))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		results[i] = rows{
+			gpu: map[int32][]trace.GPUOp{}, api: map[int32][]trace.APICall{}, ranges: map[int32][]trace.Range{},
+			names: trace.NewStrings(), hint: t.hint,
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = r.scanTable(t.q, func(st *sqlitescan.Stmt) { t.job.scan(st, &results[i]) })
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("read %s: %w", t.job.table, errs[i])
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	stripped := map[trace.Name]trace.Name{}
+	for _, res := range results {
+		for pid, gpu := range res.gpu {
+			p := r.proc(pid)
+			if p.GPU == nil {
+				p.GPU = gpu
+			} else {
+				p.GPU = append(p.GPU, gpu...)
+			}
+		}
+		for pid, api := range res.api {
+			for i := range api {
+				s, ok := stripped[api[i].Name]
+				if !ok {
+					s = r.names.InternString(trace.StripAPIVersion(r.names.String(api[i].Name)))
+					stripped[api[i].Name] = s
+				}
+				api[i].Name = s
+			}
+			p := r.proc(pid)
+			if p.API == nil {
+				p.API = api
+			} else {
+				p.API = append(p.API, api...)
+			}
+		}
+		if len(res.ranges) > 0 {
+			remap := make([]trace.Name, res.names.Len())
+			for i := range remap {
+				remap[i] = r.names.InternString(res.names.String(trace.Name(i)))
+			}
+			for pid, rgs := range res.ranges {
+				for i := range rgs {
+					rgs[i].Name = remap[rgs[i].Name]
+				}
+				p := r.proc(pid)
+				if p.Ranges == nil {
+					p.Ranges = rgs
+				} else {
+					p.Ranges = append(p.Ranges, rgs...)
+				}
+			}
+		}
+	}
+	return r.ctx.Err()
 }
 
-// name returns the interned string for a StringIds id.
-func (r *reader) name(id int64, null bool) trace.Name {
-	if null {
+// rowHint estimates a table's row count from its largest rowid, which
+// SQLite finds without a scan.
+func (r *reader) rowHint(table string) int {
+	var n sql.NullInt64
+	if r.db.QueryRowContext(r.ctx, `SELECT max(rowid) FROM `+table).Scan(&n) != nil || !n.Valid {
 		return 0
 	}
-	return r.strs[id]
+	return int(min(n.Int64, 1<<26))
 }
 
-func (r *reader) kernels() error {
-	// Columns in the order of need, then optional ones sorted by name:
-	// demangledName, shortName.
-	return r.query("CUPTI_ACTIVITY_KIND_KERNEL",
-		[]string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid"},
-		map[string]string{"demangledName": "NULL", "shortName": "NULL"}, "",
-		func(v []int64, null []bool) error {
-			name := r.name(v[6], null[6])
-			if name == 0 {
-				name = r.name(v[7], null[7])
-			}
-			pid := pidOf(v[5])
-			p := r.proc(pid)
-			p.GPU = append(p.GPU, trace.GPUOp{
-				Start: v[0], End: max(v[1], v[0]), Device: int32(v[2]), Stream: int32(v[3]),
-				Corr: v[4], Process: pid, Name: name, Kind: trace.Kernel,
-			})
-			return nil
-		})
-}
-
-func (r *reader) memcpys() error {
-	// Optional columns sorted: copyKind, dstKind, srcKind.
-	name := r.names.InternString("[CUDA memcpy]")
-	return r.query("CUPTI_ACTIVITY_KIND_MEMCPY",
-		[]string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"},
-		map[string]string{"copyKind": "0", "srcKind": "7", "dstKind": "7"}, "",
-		func(v []int64, null []bool) error {
-			pid := pidOf(v[5])
-			p := r.proc(pid)
-			src, ok := memKinds[v[9]]
-			if !ok {
-				src = trace.MemUnknown
-			}
-			dst, ok := memKinds[v[8]]
-			if !ok {
-				dst = trace.MemUnknown
-			}
-			p.GPU = append(p.GPU, trace.GPUOp{
-				Start: v[0], End: max(v[1], v[0]), Device: int32(v[2]), Stream: int32(v[3]),
-				Corr: v[4], Process: pid, Bytes: v[6], Name: name, Kind: trace.Memcpy,
-				Copy: copyKinds[v[7]], Src: src, Dst: dst,
-			})
-			return nil
-		})
-}
-
-func (r *reader) memsets() error {
-	name := r.names.InternString("[CUDA memset]")
-	return r.query("CUPTI_ACTIVITY_KIND_MEMSET",
-		[]string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"},
-		map[string]string{"memKind": "7"}, "",
-		func(v []int64, null []bool) error {
-			pid := pidOf(v[5])
-			p := r.proc(pid)
-			dst, ok := memKinds[v[7]]
-			if !ok {
-				dst = trace.MemUnknown
-			}
-			p.GPU = append(p.GPU, trace.GPUOp{
-				Start: v[0], End: max(v[1], v[0]), Device: int32(v[2]), Stream: int32(v[3]),
-				Corr: v[4], Process: pid, Bytes: v[6], Name: name, Kind: trace.Memset, Dst: dst,
-			})
-			return nil
-		})
-}
-
-func (r *reader) runtime() error {
-	stripped := map[trace.Name]trace.Name{}
-	return r.query("CUPTI_ACTIVITY_KIND_RUNTIME",
-		[]string{"start", "end", "globalTid", "correlationId", "nameId"}, nil, "",
-		func(v []int64, null []bool) error {
-			n := r.name(v[4], null[4])
-			s, ok := stripped[n]
-			if !ok {
-				s = r.names.InternString(trace.StripAPIVersion(r.names.String(n)))
-				stripped[n] = s
-			}
-			pid := pidOf(v[2])
-			p := r.proc(pid)
-			p.API = append(p.API, trace.APICall{
-				Start: v[0], End: max(v[1], v[0]), Thread: tidOf(v[2]), Corr: v[3], Process: pid, Name: s,
-			})
-			return nil
-		})
-}
-
-func (r *reader) nvtx() error {
-	if !r.tables["NVTX_EVENTS"] {
-		return nil
-	}
-	cols := r.columns("NVTX_EVENTS")
-	textID := "NULL"
-	if cols["textId"] {
-		textID = "textId"
-	}
-	// 59 push/pop, 60 start/end, 70/71 their NVTXT (imported) forms.
-	q := `SELECT start, "end", globalTid, text, ` + textID + ` FROM NVTX_EVENTS
-		WHERE eventType IN (59, 60, 70, 71) AND "end" IS NOT NULL`
-	rows, err := r.db.QueryContext(r.ctx, q)
+// scanTable runs query on a connection of its own and calls row for each row.
+func (r *reader) scanTable(query string, row func(*sqlitescan.Stmt)) error {
+	db, err := sqlitescan.Open(r.path)
 	if err != nil {
-		return fmt.Errorf("read NVTX_EVENTS: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var start, end, gtid int64
-		var text sql.RawBytes
-		var tid sql.NullInt64
-		if err := rows.Scan(&start, &end, &gtid, &text, &tid); err != nil {
-			return fmt.Errorf("read NVTX_EVENTS: %w", err)
-		}
-		var name trace.Name
-		switch {
-		case text != nil:
-			name = r.names.Intern(text)
-		case tid.Valid:
-			name = r.strs[tid.Int64]
-		}
-		pid := pidOf(gtid)
-		p := r.proc(pid)
-		p.Ranges = append(p.Ranges, trace.Range{Start: start, End: max(end, start), Thread: tidOf(gtid), Process: pid, Name: name})
+	defer db.Close()
+	st, err := db.Query(query)
+	if err != nil {
+		return err
 	}
-	return rows.Err()
+	defer st.Close()
+	for n := 0; ; n++ {
+		ok, err := st.Next()
+		if err != nil || !ok {
+			return err
+		}
+		if n%65536 == 0 && r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		row(st)
+	}
+}
+
+func memKind(id int64) trace.MemKind {
+	if k, ok := memKinds[id]; ok {
+		return k
+	}
+	return trace.MemUnknown
 }
 
 // devices reads TARGET_INFO_GPU and maps each process's CUDA device ordinals
@@ -489,6 +574,7 @@ func (r *reader) profiles() ([]*trace.Profile, error) {
 		p.Warnf("export holds no CUDA activity, CUDA API calls or NVTX ranges")
 		return []*trace.Profile{p}, nil
 	}
+	var wg sync.WaitGroup
 	for _, p := range out {
 		used := map[int32]bool{}
 		for i := range p.GPU {
@@ -498,7 +584,8 @@ func (r *reader) profiles() ([]*trace.Profile, error) {
 		if len(out) > 1 {
 			p.Warnf("export holds %d processes with GPU work; each is reported as a rank (pid %d)", len(out), p.Process)
 		}
-		p.Sort()
+		wg.Go(p.Sort)
 	}
+	wg.Wait()
 	return out, nil
 }

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# test.sh: set up a fresh Debian 12 machine and run gpugate's tests.
+# README.md's test command and .ci/run both run this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+# Real profilers: torch.profiler (python3-torch) and Nsight Systems 2022.4
+# (its nsys exports reports and rejects ones from newer versions).
+bash scripts/setup-profilers.sh
+export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
+go vet ./...
+go test -count=1 ./...
