@@ -119,6 +119,13 @@ type Gap struct {
 	Next int
 }
 
+// KernelStat is one kernel name's total over the steps.
+type KernelStat struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	Time  int64  `json:"time_ns"`
+}
+
 // Result is the analysis of one profile.
 type Result struct {
 	Profile *trace.Profile
@@ -138,12 +145,21 @@ type Result struct {
 
 	// Gaps are the GPU idle intervals inside the steps' windows.
 	Gaps []Gap
+	// KernelStats sums, per kernel name, the kernels attributed to steps.
+	KernelStats []KernelStat
 	// Launch maps each GPU op (index in Profile.GPU) to its launching API
 	// call (index in Profile.API), or -1.
 	Launch []int32
 
 	Warnings []string
+
+	stepRE     *regexp.Regexp
+	stepThread int64
+	dataName   string
+	syncRanges []struct{ thread, t int64 }
 }
+
+func (r *Result) isStep(name string) bool { return r.stepRE.MatchString(name) }
 
 func (r *Result) warnf(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
@@ -157,7 +173,9 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	r.Warnings = append(r.Warnings, p.Warnings...)
 	r.span()
 
-	hosts := findSteps(p, opt.StepPattern)
+	r.stepRE = opt.StepPattern
+	hosts, thread := findSteps(p, opt.StepPattern)
+	r.stepThread = thread
 	if len(hosts) == 0 {
 		r.WholeProfile = true
 		r.warnf("no step markers matching %q: the whole profile is reported as one window; pass --step-pattern to name the iteration ranges", opt.StepPattern.String())
@@ -178,7 +196,8 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		windows[i] = span{r.Steps[i].Start, r.Steps[i].End}
 	}
 
-	data := dataRanges(p, opt.DataPattern)
+	data, dataName := dataRanges(p, opt.DataPattern)
+	r.dataName = dataName
 	r.hostCalls(opt, data)
 	if r.HasGPU {
 		r.gpuMetrics(opt, opStep, windows, data)
@@ -197,7 +216,7 @@ type hostStep struct {
 
 // findSteps returns the outermost ranges matching re on the thread that has
 // most of them, in time order, made disjoint.
-func findSteps(p *trace.Profile, re *regexp.Regexp) []hostStep {
+func findSteps(p *trace.Profile, re *regexp.Regexp) ([]hostStep, int64) {
 	match := p.Names.Match(re)
 	perThread := map[int64]int{}
 	for i := range p.Ranges {
@@ -226,7 +245,7 @@ func findSteps(p *trace.Profile, re *regexp.Regexp) []hostStep {
 		}
 		out = append(out, hostStep{name: p.Names.String(rg.Name), lo: lo, hi: rg.End})
 	}
-	return out
+	return out, best
 }
 
 // span sets the profile-wide extent and totals.
@@ -419,6 +438,7 @@ func (r *Result) hostCalls(opt Options, data []span) {
 			if s := r.stepAt(rg.Start); s >= 0 {
 				r.Steps[s].SyncCalls++
 				r.Steps[s].SyncTime += rg.End - rg.Start
+				r.syncRanges = append(r.syncRanges, struct{ thread, t int64 }{rg.Thread, rg.Start})
 			}
 		}
 		return
@@ -480,21 +500,31 @@ func medianSorted(d []int64) int64 {
 	return (d[n/2-1] + d[n/2]) / 2
 }
 
-// dataRanges is the union of data-loader ranges on any host thread.
-func dataRanges(p *trace.Profile, re *regexp.Regexp) []span {
+// dataRanges is the union of data-loader ranges on any host thread, and
+// the most common of their names.
+func dataRanges(p *trace.Profile, re *regexp.Regexp) ([]span, string) {
 	match := p.Names.Match(re)
 	var in []span
+	count := map[trace.Name]int{}
 	for i := range p.Ranges {
 		if match[p.Ranges[i].Name] {
 			in = append(in, span{p.Ranges[i].Start, p.Ranges[i].End})
+			count[p.Ranges[i].Name]++
 		}
 	}
-	return unionSorted(in) // Ranges are sorted by start
+	var best trace.Name
+	for n, c := range count {
+		if c > count[best] || c == count[best] && n < best {
+			best = n
+		}
+	}
+	return unionSorted(in), p.Names.String(best) // Ranges are sorted by start
 }
 
 func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []span) {
 	p := r.Profile
 	comm := p.Names.Match(opt.CommPattern)
+	kern := map[trace.Name]*KernelStat{}
 	var all, computeIn, commIn, copyIn []span
 	for i := range p.GPU {
 		op := &p.GPU[i]
@@ -516,6 +546,13 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 		switch op.Kind {
 		case trace.Kernel:
 			step.Kernels++
+			k := kern[op.Name]
+			if k == nil {
+				k = &KernelStat{Name: p.Names.String(op.Name)}
+				kern[op.Name] = k
+			}
+			k.Count++
+			k.Time += op.End - op.Start
 		case trace.Memcpy:
 			var c *Copies
 			switch op.Copy {
@@ -536,6 +573,10 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 			}
 		}
 	}
+	for _, k := range kern {
+		r.KernelStats = append(r.KernelStats, *k)
+	}
+	slices.SortFunc(r.KernelStats, func(a, b KernelStat) int { return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.Name, b.Name)) })
 	busy := unionSorted(all)
 	r.GPUBusy = total(busy)
 	compute, commU, copies := unionSorted(computeIn), unionSorted(commIn), unionSorted(copyIn)

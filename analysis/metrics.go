@@ -3,6 +3,8 @@ package analysis
 import (
 	"math"
 	"slices"
+
+	"gpugate/trace"
 )
 
 // Better says which direction of change is an improvement.
@@ -144,4 +146,11 @@ func (r *Result) Summaries() map[string]Summary {
 		}
 	}
 	return out
+}
+
+// FromSteps rebuilds a Result from steps computed earlier (an analyze JSON
+// document), for comparisons; it has no events, so findings name no
+// culprits.
+func FromSteps(p *trace.Profile, hasGPU bool, steps []Step, kernels []KernelStat) *Result {
+	return &Result{Profile: p, HasGPU: hasGPU, Steps: steps, KernelStats: kernels, stepRE: DefaultStepPattern}
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"gpugate/analysis"
+	"gpugate/trace"
 )
 
 // Analysis is the JSON document of `gpugate analyze --format json`. Its
@@ -36,7 +37,11 @@ type Profile struct {
 	Window    Window                      `json:"window"`
 	Steps     []Step                      `json:"steps"`
 	Summary   map[string]analysis.Summary `json:"summary"`
-	Warnings  []string                    `json:"warnings"`
+	// KernelStats are the kernels attributed to steps, by name, largest
+	// total time first.
+	KernelStats []analysis.KernelStat `json:"kernel_stats"`
+	Findings    []analysis.Finding    `json:"findings"`
+	Warnings    []string              `json:"warnings"`
 }
 
 // Device is a GPU the profile ran on.
@@ -120,14 +125,22 @@ func newProfile(r *analysis.Result) Profile {
 	out := Profile{
 		Path: p.Path, Format: p.Format, Variant: p.Variant, Process: p.Process,
 		HasGPU: r.HasGPU, Whole: r.WholeProfile,
-		Window:   Window{Start: r.Start, End: r.End},
-		Summary:  r.Summaries(),
+		Window:      Window{Start: r.Start, End: r.End},
+		Summary:     r.Summaries(),
+		KernelStats: r.KernelStats,
+		Findings:    r.Findings(),
 		Warnings: r.Warnings,
 		Devices:  []Device{},
 		Steps:    make([]Step, 0, len(r.Steps)),
 	}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
+	}
+	if out.KernelStats == nil {
+		out.KernelStats = []analysis.KernelStat{}
+	}
+	if out.Findings == nil {
+		out.Findings = []analysis.Finding{}
 	}
 	if p.Rank >= 0 {
 		out.Rank = ptr(p.Rank)
@@ -287,9 +300,49 @@ func writeProfileText(w io.Writer, p *Profile) {
 		}
 		tw.Flush()
 	}
+	for _, f := range p.Findings {
+		fmt.Fprintf(w, "\n%s (%s): %s\n  evidence: %s\n  try: %s\n", f.ID, f.Severity, f.Summary, f.Evidence, f.Suggestion)
+	}
 	for _, w2 := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", w2)
 	}
+}
+
+// Results rebuilds analysis results from a parsed analyze JSON document,
+// so that compare can read what analyze wrote.
+func (a *Analysis) Results() []*analysis.Result {
+	var out []*analysis.Result
+	for _, p := range a.Profiles {
+		tp := trace.New(p.Path, p.Format)
+		tp.Variant = p.Variant
+		if p.Rank != nil {
+			tp.Rank = *p.Rank
+		}
+		steps := make([]analysis.Step, len(p.Steps))
+		for i, s := range p.Steps {
+			st := analysis.Step{Name: s.Name, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd,
+				DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime}
+			if s.Kernels != nil {
+				st.Kernels, st.GPUBusy, st.CPUWait = *s.Kernels, deref(s.GPUBusy), deref(s.CPUWait)
+				st.H2D, st.D2H, st.D2D = s.Memcpy["h2d"], s.Memcpy["d2h"], s.Memcpy["d2d"]
+				st.CommTime, st.ExposedComm, st.ExposedCopy = deref(s.CommTime), deref(s.ExposedComm), deref(s.ExposedCopy)
+				st.LaunchOverhead = deref(s.LaunchOverhead)
+				st.ShortKernels = deref(s.ShortKernels)
+				st.Compute = st.GPUBusy - st.ExposedComm - st.ExposedCopy
+			}
+			steps[i] = st
+		}
+		out = append(out, analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats))
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // num formats a value with 3 significant digits or at least 2 decimals.

@@ -28,3 +28,10 @@ for variant in baseline slow-loader host-sync; do
 	bin/gpugate analyze "$out/$variant.json"
 	echo
 done
+echo "== the gate: baseline vs each variant (exit 1 = regression)"
+for variant in slow-loader host-sync; do
+	status=0
+	bin/gpugate compare "$out/baseline.json" "$out/$variant.json" || status=$?
+	echo "gpugate compare baseline -> $variant: exit $status"
+	echo
+done

@@ -169,3 +169,54 @@ func TestAnalyzeUsage(t *testing.T) {
 		t.Errorf("help analyze: exit %d\n%s", code, out)
 	}
 }
+
+func TestCompareResNet(t *testing.T) {
+	d := "kineto/kineto-tbplugin-resnet50-v100-legacy/"
+	w4 := fixtures.Path(t, d+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	a := fixtures.Path(t, d+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+	b := fixtures.Path(t, d+"num_workers_0/worker0.1623143566756.pt.trace.json.gz")
+	code, out, errOut := run(t, "compare", w4, a)
+	if code != 1 || !strings.Contains(out, "data-loader-bound") || !strings.Contains(out, "step_time") {
+		t.Errorf("compare nw4 -> nw0: exit %d (%s)\n%s", code, errOut, out)
+	}
+	if i, j := strings.Index(out, "data-loader-bound"), strings.Index(out, "launch-bound"); j >= 0 && j < i {
+		t.Errorf("data-loader-bound is not the leading reason:\n%s", out)
+	}
+	if code, out, _ := run(t, "compare", "-format", "json", a, w4); code != 0 || !strings.Contains(out, `"improvement"`) {
+		t.Errorf("compare nw0 -> nw4: exit %d, want 0 with an improvement\n%s", code, out)
+	}
+	if code, _, errOut := run(t, "compare", a, b); code != 0 {
+		t.Errorf("compare two nw0 captures: exit %d (%s), want 0", code, errOut)
+	}
+	// analyze JSON as input gives the same verdict as the traces.
+	dir := t.TempDir()
+	for _, f := range []struct{ in, out string }{{w4, "base.json"}, {a, "head.json"}} {
+		code, js, _ := run(t, "analyze", "-format", "json", f.in)
+		if code != 0 {
+			t.Fatal("analyze failed")
+		}
+		os.WriteFile(filepath.Join(dir, f.out), []byte(js), 0o644)
+	}
+	code, out, errOut = run(t, "compare", "-format", "markdown", filepath.Join(dir, "base.json"), filepath.Join(dir, "head.json"))
+	if code != 1 || !strings.Contains(out, "data-loader-bound") {
+		t.Errorf("compare analyze JSON: exit %d (%s)\n%s", code, errOut, out)
+	}
+	// A wider allowance lets the same change through.
+	if code, _, _ := run(t, "compare", "-allowance", "step_time=60%", w4, a); code != 0 {
+		t.Errorf("-allowance step_time=60%%: exit %d, want 0", code)
+	}
+	// Several baseline runs: the run-to-run spread widens the allowance.
+	if code, out, _ := run(t, "compare", "-runs", "-base", b, "-base", a, "-head", a); code != 0 || !strings.Contains(out, "spread") {
+		t.Errorf("-runs with two baseline runs: exit %d\n%s", code, out)
+	}
+	for _, bad := range [][]string{{"compare", a}, {"compare", "-allowance", "nonsense=5%", a, b}, {"compare", "-allowance", "step_time=x", a, b}, {"compare", "-format", "xml", a, b}} {
+		if code, _, _ := run(t, bad...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", bad, code)
+		}
+	}
+	// One step each: nothing can be significant, never a silent pass.
+	alex := fixtures.Path(t, "kineto/hta-alexnet-a100/benchmark_result_2869224_1695835535_trace.json.gz")
+	if code, out, _ := run(t, "compare", "-format", "json", alex, alex); code != 2 || !strings.Contains(out, `"inconclusive"`) {
+		t.Errorf("compare single-window profiles: exit %d, want 2 and inconclusive", code)
+	}
+}

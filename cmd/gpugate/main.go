@@ -51,7 +51,7 @@ func (c *command) name() string {
 var commands []*command
 
 func init() {
-	commands = []*command{analyzeCmd, versionCmd}
+	commands = []*command{analyzeCmd, compareCmd, versionCmd}
 }
 
 // usageError is a mistake in the command line.

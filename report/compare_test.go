@@ -1,0 +1,127 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gpugate/analysis"
+	"gpugate/gate"
+	"gpugate/internal/fixtures"
+	"gpugate/trace/kineto"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+func run(t *testing.T, rel string) gate.Run {
+	t.Helper()
+	p, err := kineto.ReadFile(fixtures.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Path = filepath.Base(p.Path) // keep the golden file free of local paths
+	return gate.Run{analysis.Analyze(p, analysis.Options{})}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		os.WriteFile(path+".got", got, 0o644)
+		t.Errorf("%s differs from the golden file; got written to %s.got (go test -update to accept)", path, path)
+	}
+}
+
+const resnet = "kineto/kineto-tbplugin-resnet50-v100-legacy/"
+
+func TestCompareMarkdownGolden(t *testing.T) {
+	base := run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+	rep := gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})
+	var buf bytes.Buffer
+	WriteCompareMarkdown(&buf, rep)
+	golden(t, "regression.md", buf.Bytes())
+	if buf.Len() > 65536 {
+		t.Errorf("comment is %d bytes, over GitHub's 65,536", buf.Len())
+	}
+	rep = gate.Compare([]gate.Run{head}, []gate.Run{base}, gate.Options{})
+	buf.Reset()
+	WriteCompareMarkdown(&buf, rep)
+	golden(t, "improvement.md", buf.Bytes())
+}
+
+func TestCompareJSONContract(t *testing.T) {
+	base := run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+	var buf bytes.Buffer
+	if err := WriteCompareJSON(&buf, gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, got []string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s keys = %v, want %v", what, got, want)
+		}
+	}
+	check("document", keys(doc), "verdict", "baseline", "candidate", "noise", "metrics", "decomposition", "kernels", "findings", "warnings")
+	if doc["verdict"] != "regression" {
+		t.Errorf("verdict %v", doc["verdict"])
+	}
+	m := doc["metrics"].([]any)[0].(map[string]any)
+	check("metric", keys(m), "name", "unit", "direction", "baseline", "candidate", "delta_pct", "allowance_pct", "p_value",
+		"significant", "verdict", "gate", "notes")
+	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "runs", "run_spread")
+	check("kernels", keys(doc["kernels"].(map[string]any)), "added", "removed", "changed")
+	f := doc["findings"].([]any)[0].(map[string]any)
+	check("finding", keys(f), "id", "severity", "summary", "evidence", "suggestion", "share", "new", "worse", "baseline_share")
+	// data_wait goes from 0 to 60 ms: an infinite change is null in JSON.
+	for _, x := range doc["metrics"].([]any) {
+		if x.(map[string]any)["name"] == "data_wait" && x.(map[string]any)["delta_pct"] != nil {
+			t.Errorf("data_wait delta_pct = %v, want null", x.(map[string]any)["delta_pct"])
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join("..", "docs", "json.md"))
+	for _, k := range append(append(keys(doc), keys(m)...), keys(f)...) {
+		if !strings.Contains(string(md), `"`+k+`"`) {
+			t.Errorf("compare JSON key %q is not documented in docs/json.md", k)
+		}
+	}
+}
+
+// Many changed kernels with long names must not push a comment past
+// GitHub's limit.
+func TestCommentSize(t *testing.T) {
+	var b, c []analysis.KernelStat
+	for i := range 5000 {
+		name := strings.Repeat("void very_long_templated_kernel_name<float, 128, 6, 7>", 4) + string(rune('a'+i%26)) + strings.Repeat("x", i%97)
+		b = append(b, analysis.KernelStat{Name: name + "b", Count: 1, Time: 1000})
+		c = append(c, analysis.KernelStat{Name: name + "c", Count: 2, Time: 5000})
+	}
+	steps := []analysis.Step{{Start: 0, End: 1e6}, {Start: 1e6, End: 2e6}}
+	rb := analysis.FromSteps(run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")[0].Profile, true, steps, b)
+	rc := analysis.FromSteps(rb.Profile, true, steps, c)
+	var buf bytes.Buffer
+	WriteCompareMarkdown(&buf, gate.Compare([]gate.Run{{rb}}, []gate.Run{{rc}}, gate.Options{}))
+	if buf.Len() > 65536/2 {
+		t.Errorf("comment with 10000 kernel changes is %d bytes", buf.Len())
+	}
+}
