@@ -129,9 +129,9 @@ func newProfile(r *analysis.Result) Profile {
 		Summary:     r.Summaries(),
 		KernelStats: r.KernelStats,
 		Findings:    r.Findings(),
-		Warnings: r.Warnings,
-		Devices:  []Device{},
-		Steps:    make([]Step, 0, len(r.Steps)),
+		Warnings:    r.Warnings,
+		Devices:     []Device{},
+		Steps:       make([]Step, 0, len(r.Steps)),
 	}
 	if out.Warnings == nil {
 		out.Warnings = []string{}

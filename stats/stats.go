@@ -156,7 +156,7 @@ func minP(n1, n2 int) float64 {
 	a, _ := math.Lgamma(float64(n1 + n2 + 1))
 	b, _ := math.Lgamma(float64(n1 + 1))
 	c, _ := math.Lgamma(float64(n2 + 1))
-	return math.Min(1, 2*math.Exp(-(a - b - c)))
+	return math.Min(1, 2*math.Exp(-(a-b-c)))
 }
 
 // Compare judges one metric. base and cand hold per-step samples, one slice
