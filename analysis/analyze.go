@@ -42,6 +42,10 @@ type Options struct {
 	DataPattern      *regexp.Regexp
 	CommPattern      *regexp.Regexp
 	SyncProxyPattern *regexp.Regexp
+	// FirstStep and MaxSteps select the measured steps: the first
+	// FirstStep steps are warm-up, and at most MaxSteps follow (0: all).
+	// torch.profiler's schedule does this itself; NVTX-marked runs need it.
+	FirstStep, MaxSteps int
 }
 
 func (o Options) withDefaults() Options {
@@ -176,6 +180,12 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	r.stepRE = opt.StepPattern
 	hosts, thread := findSteps(p, opt.StepPattern)
 	r.stepThread = thread
+	if opt.FirstStep > 0 && len(hosts) > 0 {
+		hosts = hosts[min(opt.FirstStep, len(hosts)-1):]
+	}
+	if opt.MaxSteps > 0 && len(hosts) > opt.MaxSteps {
+		hosts = hosts[:opt.MaxSteps]
+	}
 	if len(hosts) == 0 {
 		r.WholeProfile = true
 		r.warnf("no step markers matching %q: the whole profile is reported as one window; pass --step-pattern to name the iteration ranges", opt.StepPattern.String())

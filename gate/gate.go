@@ -402,3 +402,16 @@ func findings(base, cand []Run) []Finding {
 	}
 	return out
 }
+
+// NoBaseline is the report of a run that has nothing to be compared with
+// yet: it passes, says so, and lists the candidate's own findings.
+func NoBaseline(cand []Run, why string) *Report {
+	rep := &Report{Verdict: stats.Pass, Candidate: describe(cand), Baseline: describe(nil), Metrics: []stats.Result{},
+		Decomposition: Decomposition{Parts: []Part{}}, Kernels: KernelDiff{Added: []KernelChange{}, Removed: []KernelChange{}, Changed: []KernelChange{}},
+		Warnings: []string{why}, Findings: []Finding{}}
+	for _, f := range strongest(cand) {
+		rep.Findings = append(rep.Findings, Finding{Finding: f})
+	}
+	slices.SortFunc(rep.Findings, func(a, b Finding) int { return cmp.Compare(b.Share, a.Share) })
+	return rep
+}

@@ -38,6 +38,8 @@ func value(v float64, unit string) string {
 		return fmt.Sprintf("%.1f%%", 100*v)
 	case "count":
 		return num(v)
+	case "us":
+		unit = "µs"
 	}
 	return num(v) + " " + unit
 }

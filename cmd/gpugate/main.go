@@ -51,7 +51,7 @@ func (c *command) name() string {
 var commands []*command
 
 func init() {
-	commands = []*command{analyzeCmd, compareCmd, versionCmd}
+	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd}
 }
 
 // usageError is a mistake in the command line.

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"gpugate/trace/nsys"
+)
+
+var update = flag.Bool("update", false, "rewrite golden sections of testdata/script/*.txtar")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"gpugate": func() { os.Exit(gpugate(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScript runs the end-to-end scripts in testdata/script: real gpugate
+// runs of the real demo training job under torch.profiler and nsys.
+func TestScript(t *testing.T) {
+	demo, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demo"))
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("DEMO", demo)
+			e.Setenv("GPUGATE_BRANCH", "main")
+			if p, err := nsys.FindCLI(os.Getenv("GPUGATE_NSYS")); err == nil {
+				e.Setenv("GPUGATE_NSYS", p)
+			}
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "torch":
+				return exec.Command("/usr/bin/python3", "-c", "import torch").Run() == nil, nil
+			case "nsys":
+				_, err := nsys.FindCLI(os.Getenv("GPUGATE_NSYS"))
+				return err == nil, nil
+			}
+			return false, nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// noproc MARKER fails if a process whose command line contains
+			// MARKER is alive: what a killed job must not leave behind.
+			"noproc": func(ts *testscript.TestScript, neg bool, args []string) {
+				dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+				for _, d := range dirs {
+					b, err := os.ReadFile(d)
+					if err != nil {
+						continue
+					}
+					if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), args[0]) {
+						ts.Fatalf("process %s still running: %q", filepath.Dir(d), strings.ReplaceAll(string(b), "\x00", " "))
+					}
+				}
+			},
+		},
+	})
+}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Fingerprint describes the hardware and software a run was made on. Runs
+// are compared only with runs of the same fingerprint. It never holds
+// environment variables, host names, user names or paths.
+type Fingerprint struct {
+	GPU      string `json:"gpu"`       // model, "none" without a GPU
+	GPUCount int    `json:"gpu_count"` // 0 without a GPU
+	Driver   string `json:"driver"`
+	CUDA     string `json:"cuda"` // the CUDA version torch was built with
+	CPU      string `json:"cpu"`
+	CPUs     int    `json:"cpus"`
+	Torch    string `json:"torch"`
+	Python   string `json:"python"`
+	Nsys     string `json:"nsys,omitempty"`
+	Profiler string `json:"profiler"`
+	OS       string `json:"os"`
+}
+
+// Hash is a short stable digest of the fingerprint.
+func (f Fingerprint) Hash() string {
+	b, _ := json.Marshal(f)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Diff lists the fields that differ, as "field: a != b".
+func (f Fingerprint) Diff(g Fingerprint) []string {
+	var a, b map[string]any
+	ja, _ := json.Marshal(f)
+	jb, _ := json.Marshal(g)
+	json.Unmarshal(ja, &a)
+	json.Unmarshal(jb, &b)
+	var out []string
+	for k, v := range a {
+		if w := b[k]; v != w {
+			out = append(out, k+": "+toString(v)+" != "+toString(w))
+		}
+	}
+	for k, w := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k+": (none) != "+toString(w))
+		}
+	}
+	return out
+}
+
+func toString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "(none)"
+	case string:
+		return strconv.Quote(x)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func output(ctx context.Context, name string, args ...string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TakeFingerprint reads the machine: nvidia-smi for GPUs and the driver,
+// /proc/cpuinfo, the job's Python for torch, and nsys --version.
+func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerprint {
+	f := Fingerprint{GPU: "none", CPUs: runtime.NumCPU(), Profiler: profiler, OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if smi := output(ctx, "nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"); smi != "" {
+		lines := strings.Split(smi, "\n")
+		f.GPUCount = len(lines)
+		name, driver, _ := strings.Cut(lines[0], ",")
+		f.GPU, f.Driver = strings.TrimSpace(name), strings.TrimSpace(driver)
+	}
+	if fh, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				f.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		fh.Close()
+	}
+	if python != "" {
+		if v := output(ctx, python, "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda or 'none')"); v != "" {
+			if p := strings.Fields(v); len(p) == 3 {
+				f.Python, f.Torch, f.CUDA = p[0], p[1], p[2]
+			}
+		} else if v := output(ctx, python, "-c", "import sys; print(sys.version.split()[0])"); v != "" {
+			f.Python = v
+		}
+	}
+	if nsys != "" && profiler == Nsys {
+		if m := strings.Fields(output(ctx, nsys, "--version")); len(m) > 0 {
+			f.Nsys = m[len(m)-1]
+		}
+	}
+	return f
+}
+
+// HasGPU reports whether nvidia-smi sees a GPU.
+func HasGPU(ctx context.Context) bool {
+	return output(ctx, "nvidia-smi", "-L") != ""
+}

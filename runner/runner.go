@@ -1,0 +1,363 @@
+// Package runner starts a user's unmodified training job under a profiler
+// (Nsight Systems, torch.profiler injected through sitecustomize, or none),
+// streams and keeps its output, enforces the timeout by killing the job's
+// whole process group, and returns the trace files it wrote.
+package runner
+
+import (
+	"bufio"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+//go:embed inject
+var injectFS embed.FS
+
+// Profilers.
+const (
+	Torch = "torch"
+	Nsys  = "nsys"
+	None  = "none"
+)
+
+// Job is one run of a workload.
+type Job struct {
+	Name     string
+	Args     []string
+	Dir      string
+	Env      map[string]string // added to the inherited environment
+	Timeout  time.Duration
+	Profiler string // Torch, Nsys or None
+	// WarmupSteps and MeasureSteps shape torch.profiler's schedule.
+	WarmupSteps, MeasureSteps int
+	// Out is the artifacts folder: traces, the job's log, injection files.
+	Out string
+	// NsysPath, NsysTrace and NsysArgs configure the nsys backend.
+	NsysPath  string
+	NsysTrace string
+	NsysArgs  []string
+	// GPU says whether the machine has one; without, nsys's CPU sampling
+	// and context-switch tracing are turned off (they hang at random there).
+	GPU bool
+	// StepLog, when set, matches a step time in ms (first group) in the
+	// job's output: the timing of an unprofiled pass.
+	StepLog *regexp.Regexp
+	// Output receives the job's output, each line prefixed, and progress.
+	Output io.Writer
+	// KillGrace is how long the process group gets between SIGTERM and
+	// SIGKILL; 5 s by default.
+	KillGrace time.Duration
+}
+
+// Result is what a run produced.
+type Result struct {
+	Traces    []string
+	Log       string
+	Duration  time.Duration
+	Steps     int       // optimizer steps seen while it ran
+	StepTimes []float64 // ms, from StepLog
+}
+
+// Error is a failed run: the job crashed, timed out or wrote no trace.
+type Error struct {
+	Job  string
+	What string
+	Log  string
+	Tail []string // last lines of output
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("job %s %s (log: %s)", e.Job, e.What, e.Log)
+	if len(e.Tail) > 0 {
+		msg += "; last output: " + strings.Join(e.Tail, " | ")
+	}
+	return msg
+}
+
+// prepare writes the embedded injection files into out and returns the
+// folder of one of them.
+func prepare(out, which string) (string, error) {
+	dst := filepath.Join(out, "inject", which)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	files, err := fs.ReadDir(injectFS, "inject/"+which)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		data, err := injectFS.ReadFile("inject/" + which + "/" + f.Name())
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dst, f.Name()), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dst, nil
+}
+
+// Run runs the job.
+func Run(ctx context.Context, job Job) (*Result, error) {
+	if job.Output == nil {
+		job.Output = io.Discard
+	}
+	if job.KillGrace == 0 {
+		job.KillGrace = 5 * time.Second
+	}
+	if err := os.MkdirAll(job.Out, 0o755); err != nil {
+		return nil, err
+	}
+	out, err := filepath.Abs(job.Out)
+	if err != nil {
+		return nil, err
+	}
+	env := os.Environ()
+	for k, v := range job.Env {
+		env = append(env, k+"="+v)
+	}
+	args := job.Args
+	res := &Result{Log: filepath.Join(out, "job.log")}
+	switch job.Profiler {
+	case Torch:
+		dir, err := prepare(out, "torch")
+		if err != nil {
+			return nil, err
+		}
+		env = append(env,
+			"PYTHONPATH="+joinPath(dir, lookup(env, "PYTHONPATH")),
+			"GPUGATE_TORCH_PROFILE=1",
+			"GPUGATE_STEP_LOG=1",
+			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
+			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+	case Nsys:
+		dir, err := prepare(out, "nvtx")
+		if err != nil {
+			return nil, err
+		}
+		// The target's own variables go through -e, so that nsys's own
+		// Python tools do not load the injection.
+		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1"}
+		for _, t := range target {
+			if strings.Contains(t, ",") {
+				return nil, fmt.Errorf("nsys -e cannot pass %q: it contains a comma", t)
+			}
+		}
+		nargs := []string{job.NsysPath, "profile", "--trace=" + job.NsysTrace, "--trace-fork-before-exec=true",
+			"--force-overwrite=true", "--output=" + filepath.Join(out, "report"), "--env-var=" + strings.Join(target, ",")}
+		if !job.GPU {
+			nargs = append(nargs, "--sample=none", "--cpuctxsw=none")
+		}
+		nargs = append(nargs, job.NsysArgs...)
+		args = append(nargs, args...)
+		// nsys writes its temporary report next to the artifacts, not in a
+		// /tmp shared with other runs.
+		tmp := filepath.Join(out, "tmp")
+		os.MkdirAll(tmp, 0o755)
+		env = append(env, "TMPDIR="+tmp)
+	case None:
+	default:
+		return nil, fmt.Errorf("unknown profiler %q", job.Profiler)
+	}
+
+	start := time.Now()
+	if err := run(ctx, job, args, env, res); err != nil {
+		return res, err
+	}
+	res.Duration = time.Since(start)
+
+	switch job.Profiler {
+	case Torch:
+		res.Traces, _ = filepath.Glob(filepath.Join(out, "trace-*.json"))
+		sort.Strings(res.Traces)
+		if len(res.Traces) == 0 {
+			return res, &Error{Job: job.Name, What: fmt.Sprintf("wrote no torch.profiler trace: it ran %d optimizer steps, and the profiler needs 1 + warmup_steps (%d) + measure_steps (%d) of them; is it a PyTorch training loop calling optimizer.step()?", res.Steps, job.WarmupSteps, job.MeasureSteps), Log: res.Log}
+		}
+	case Nsys:
+		rep := filepath.Join(out, "report.nsys-rep")
+		if _, err := os.Stat(rep); err != nil {
+			return res, &Error{Job: job.Name, What: "ran under nsys but no report was written (see the log for nsys's messages)", Log: res.Log}
+		}
+		db := filepath.Join(out, "report.sqlite")
+		cmd := exec.CommandContext(ctx, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return res, &Error{Job: job.Name, What: fmt.Sprintf("report could not be exported to SQLite: %v: %s", err, lastLine(string(msg))), Log: res.Log}
+		}
+		res.Traces = []string{db}
+	}
+	return res, nil
+}
+
+func lookup(env []string, key string) string {
+	v := ""
+	for _, e := range env {
+		if k, val, ok := strings.Cut(e, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+func joinPath(dir, rest string) string {
+	if rest == "" {
+		return dir
+	}
+	return dir + string(os.PathListSeparator) + rest
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+var stepLine = regexp.MustCompile(`^gpugate-step (\d+)$`)
+
+// run starts args in its own process group and waits for it, streaming its
+// output; on timeout or cancellation the whole group is killed.
+func run(ctx context.Context, job Job, args, env []string, res *Result) error {
+	logf, err := os.Create(res.Log)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir, cmd.Env = job.Dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return &Error{Job: job.Name, What: fmt.Sprintf("could not start %q: %v", args[0], err), Log: res.Log}
+	}
+	pw.Close()
+	start := time.Now()
+
+	var mu sync.Mutex
+	var tail []string
+	lines := 0
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(logf, line)
+			mu.Lock()
+			if !chatter(line) {
+				lines++
+			}
+			if m := stepLine.FindStringSubmatch(line); m != nil {
+				res.Steps, _ = strconv.Atoi(m[1])
+				if res.Steps%10 == 0 {
+					fmt.Fprintf(job.Output, "[%s] step %d, %.1fs\n", job.Name, res.Steps, time.Since(start).Seconds())
+				}
+				mu.Unlock()
+				continue
+			}
+			if job.StepLog != nil {
+				if m := job.StepLog.FindStringSubmatch(line); len(m) > 1 {
+					if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+						res.StepTimes = append(res.StepTimes, v)
+					}
+				}
+			}
+			tail = append(tail, line)
+			if len(tail) > 5 {
+				tail = tail[1:]
+			}
+			mu.Unlock()
+			fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, line)
+		}
+	}()
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timeout <-chan time.Time
+	if job.Timeout > 0 {
+		t := time.NewTimer(job.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var killed string
+	select {
+	case err = <-done:
+	case <-timeout:
+		killed = fmt.Sprintf("timed out after %s; its process group was killed", job.Timeout)
+		err = killGroup(cmd.Process.Pid, done, job.KillGrace)
+	case <-ctx.Done():
+		killed = "was interrupted; its process group was killed"
+		err = killGroup(cmd.Process.Pid, done, job.KillGrace)
+	}
+	// Children that outlived the job (daemons, DataLoader workers) keep the
+	// pipe open; the group is gone by now, but do not wait forever.
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+		pr.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case killed != "":
+		return &Error{Job: job.Name, What: killed, Log: res.Log, Tail: tail}
+	case err != nil:
+		var ee *exec.ExitError
+		what := err.Error()
+		if errors.As(err, &ee) {
+			what = "failed: " + ee.ProcessState.String()
+		}
+		return &Error{Job: job.Name, What: what, Log: res.Log, Tail: tail}
+	case lines == 0:
+		return &Error{Job: job.Name, What: "exited without printing anything: is the command right?", Log: res.Log}
+	}
+	// Whatever the job left in its group (a forgotten background worker)
+	// goes with it.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	return nil
+}
+
+// chatter reports whether an output line comes from gpugate's injection or
+// from nsys rather than from the job.
+func chatter(line string) bool {
+	for _, p := range []string{"[gpugate ", "Generating '", "Generated:", "Collecting data", "WARNING: CPU", "Processing events"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return strings.HasPrefix(line, "    /") || strings.HasPrefix(line, "[1/")
+}
+
+// killGroup sends SIGTERM to the process group, then SIGKILL after grace.
+func killGroup(pgid int, done <-chan error, grace time.Duration) error {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case err := <-done:
+		syscall.Kill(-pgid, syscall.SIGKILL) // stragglers that ignored SIGTERM
+		return err
+	case <-time.After(grace):
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		return <-done
+	}
+}
