@@ -70,6 +70,16 @@ type Report struct {
 	Kernels       KernelDiff     `json:"kernels"`
 	Findings      []Finding      `json:"findings"`
 	Warnings      []string       `json:"warnings"`
+	// Overhead is the profiler's cost measured by an unprofiled timing
+	// pass (gpugate run with step_log set); null otherwise.
+	Overhead *Overhead `json:"profiling_overhead"`
+}
+
+// Overhead compares the job's own step times with and without the profiler.
+type Overhead struct {
+	ProfiledMs   float64 `json:"profiled_ms"`   // median step time the job logged under the profiler
+	UnprofiledMs float64 `json:"unprofiled_ms"` // the same without it
+	Ratio        float64 `json:"ratio"`         // profiled / unprofiled
 }
 
 // Side describes what one side of the comparison is made of.

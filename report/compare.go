@@ -166,6 +166,9 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		fmt.Fprint(w, "\n</details>\n")
 	}
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", cell2(sides(r)), r.Noise)
+	if o := r.Overhead; o != nil {
+		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
+	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(w, " ⚠️ %s.", cell2(wn))
 	}
@@ -216,6 +219,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "\n%s (%s)%s: %s\n  evidence: %s\n  try: %s\n", f.ID, f.Severity, tag, f.Summary, f.Evidence, f.Suggestion)
 	}
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", sides(r), r.Noise)
+	if o := r.Overhead; o != nil {
+		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
+	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}

@@ -82,7 +82,7 @@ func TestCompareJSONContract(t *testing.T) {
 			t.Errorf("%s keys = %v, want %v", what, got, want)
 		}
 	}
-	check("document", keys(doc), "verdict", "baseline", "candidate", "noise", "metrics", "decomposition", "kernels", "findings", "warnings")
+	check("document", keys(doc), "verdict", "baseline", "candidate", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead")
 	if doc["verdict"] != "regression" {
 		t.Errorf("verdict %v", doc["verdict"])
 	}

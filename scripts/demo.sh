@@ -1,37 +1,32 @@
 #!/usr/bin/env bash
-# demo.sh: set up a fresh Debian 12 machine and run gpugate on its built-in
-# demo, a real PyTorch training job (examples/demo/train.py) on the CPU.
-#
-# It profiles the healthy demo and its slow-loader and host-sync variants
-# with torch.profiler, injected from outside (runner/inject/torch: the
-# training script is not modified), and analyzes each trace.
+# demo.sh: set up a fresh Debian 12 machine and run gpugate's main job on
+# the built-in demo, a real PyTorch training job (examples/demo/train.py):
+# record a baseline, then run the slow-loader and host-sync variants and
+# show the gate failing with the reason. The training script is never
+# modified: the profiler is injected from outside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup-profilers.sh
 export PATH=$PATH:/usr/local/go/bin
+export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
 go build -o bin/gpugate ./cmd/gpugate
 
-out=.gpugate/demo
-mkdir -p "$out"
-# The same allocator settings for every run: unpinned glibc malloc
-# thresholds made unprofiled CPU runs 24% slower than profiled ones.
-export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728
-for variant in baseline slow-loader host-sync; do
-	demo=$variant
-	[ "$variant" = baseline ] && demo=
-	echo "== $variant: profiling examples/demo/train.py with torch.profiler"
-	GPUGATE_DEMO=$demo PYTHONPATH=runner/inject/torch GPUGATE_TORCH_PROFILE=1 \
-		GPUGATE_TRACE_OUT="$out/$variant.json" GPUGATE_SCHEDULE=1,2,20 \
-		/usr/bin/python3 examples/demo/train.py --steps 30 --log-every 10
-	echo "== $variant: gpugate analyze"
-	bin/gpugate analyze "$out/$variant.json"
-	echo
-done
-echo "== the gate: baseline vs each variant (exit 1 = regression)"
+db=.gpugate/demo-baseline.db
+rm -f "$db" "$db-wal" "$db-shm"
+cfg=examples/demo/perf.yaml
+
+echo "== 1. record a baseline of the healthy demo (on main)"
+GPUGATE_BRANCH=main bin/gpugate run -config $cfg -db $db -record-baseline
+
+echo
+echo "== 2. the same code again: the gate passes"
+bin/gpugate run -config $cfg -db $db
+
 for variant in slow-loader host-sync; do
-	status=0
-	bin/gpugate compare "$out/baseline.json" "$out/$variant.json" || status=$?
-	echo "gpugate compare baseline -> $variant: exit $status"
 	echo
+	echo "== the $variant variant: the gate fails and says why"
+	status=0
+	GPUGATE_DEMO=$variant bin/gpugate run -config $cfg -db $db || status=$?
+	echo "gpugate run ($variant): exit $status"
 done

@@ -188,6 +188,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 
 	var cand []gate.Run
 	var docs [][]byte
+	var profiledSteps []float64
 	for i := 1; i <= w.Repeat; i++ {
 		runOut := out
 		if w.Repeat > 1 {
@@ -201,6 +202,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		if err != nil {
 			return err
 		}
+		profiledSteps = append(profiledSteps, res.StepTimes...)
 		if profiler == runner.None {
 			if len(res.StepTimes) == 0 {
 				return fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
@@ -224,6 +226,23 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	}
 	if profiler == runner.None {
 		return nil
+	}
+	var overhead *gate.Overhead
+	if stepLog != nil && len(profiledSteps) > 0 {
+		// The unprofiled timing pass: the same job, the same environment,
+		// no profiler; the job's own log gives both sides' step times.
+		res, err := runner.Run(ctx, runner.Job{
+			Name: w.Name + "-unprofiled", Args: w.Command.Args(), Dir: workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
+			Profiler: runner.None, Out: filepath.Join(out, "unprofiled"), StepLog: stepLog, Output: stderr,
+		})
+		if err != nil {
+			return err
+		}
+		if len(res.StepTimes) > 0 {
+			p, u := analysis.Summarize(profiledSteps).Median, analysis.Summarize(res.StepTimes).Median
+			overhead = &gate.Overhead{ProfiledMs: p, UnprofiledMs: u, Ratio: p / u}
+			fmt.Fprintf(stderr, "gpugate: profiling overhead ×%.2f: median step %.2f ms profiled, %.2f ms unprofiled (from the job's log)\n", overhead.Ratio, p, u)
+		}
 	}
 
 	dbPath := o.db
@@ -252,7 +271,9 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	}
 	if o.record {
 		fmt.Fprintf(stderr, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(docs), w.Name, branch, dbPath)
-		return render(stdout, o.format, gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch)), cand)
+		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
+		rep.Overhead = overhead
+		return render(stdout, o.format, rep, cand)
 	}
 
 	stored, err := store.Baselines(ctx, w.Name, c.Baseline.Branch, c.Baseline.Runs)
@@ -278,7 +299,9 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		if len(stored) > 0 {
 			return fmt.Errorf("no baseline of %s on %s matches this machine's fingerprint; differences: %s (record a baseline here with -record-baseline)", w.Name, c.Baseline.Branch, strings.Join(mismatch, "; "))
 		}
-		return render(stdout, o.format, gate.NoBaseline(cand, fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with (record one with gpugate run -record-baseline on %s)", w.Name, c.Baseline.Branch, dbPath, c.Baseline.Branch)), cand)
+		rep := gate.NoBaseline(cand, fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with (record one with gpugate run -record-baseline on %s)", w.Name, c.Baseline.Branch, dbPath, c.Baseline.Branch))
+		rep.Overhead = overhead
+		return render(stdout, o.format, rep, cand)
 	}
 	allow := map[string]float64{}
 	for k, v := range c.Allowances {
@@ -289,6 +312,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		allow[m.Name] = float64(v)
 	}
 	rep := gate.Compare(base, cand, gate.Options{Allowances: allow})
+	rep.Overhead = overhead
 	if err := render(stdout, o.format, rep, cand); err != nil {
 		return err
 	}

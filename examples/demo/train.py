@@ -77,8 +77,9 @@ def main():
     torch.manual_seed(0)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data = SyntheticImages(n=args.steps * args.batch_size + args.batch_size, rounds=rounds)
+    extra = {"persistent_workers": True, "prefetch_factor": 4} if workers else {}
     loader = DataLoader(data, batch_size=args.batch_size, shuffle=True, num_workers=workers,
-                        pin_memory=device.type == "cuda", drop_last=True)
+                        pin_memory=device.type == "cuda", drop_last=True, **extra)
     model = SmallCNN().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     print(f"demo: variant={variant or 'baseline'} device={device} workers={workers} "
