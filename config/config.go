@@ -66,10 +66,13 @@ type Nsys struct {
 
 // Baseline configures the baseline store.
 type Baseline struct {
-	DB     string   `yaml:"db"`     // default .gpugate/baseline.db
-	Branch string   `yaml:"branch"` // base branch, default main
-	Runs   int      `yaml:"runs"`   // baseline runs pooled, default 5
-	MaxAge Duration `yaml:"max_age"`
+	DB     string   `yaml:"db"`      // default .gpugate/baseline.db
+	Branch string   `yaml:"branch"`  // base branch, default main
+	Runs   int      `yaml:"runs"`    // baseline runs pooled, default 5
+	MaxAge Duration `yaml:"max_age"` // older baselines are flagged as stale
+	// Lenient makes a fingerprint that matches no baseline "inconclusive"
+	// (exit 2 all the same, but with a report) instead of an error.
+	Lenient bool `yaml:"lenient"`
 }
 
 // Command is an argv, or a shell string.

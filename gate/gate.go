@@ -84,10 +84,13 @@ type Overhead struct {
 
 // Side describes what one side of the comparison is made of.
 type Side struct {
-	Runs  int      `json:"runs"`
-	Ranks int      `json:"ranks"`
-	Steps int      `json:"steps"`
-	Paths []string `json:"paths"`
+	// Newest is when the newest run of the side was recorded (RFC 3339),
+	// for stored baselines.
+	Newest string   `json:"newest,omitempty"`
+	Runs   int      `json:"runs"`
+	Ranks  int      `json:"ranks"`
+	Steps  int      `json:"steps"`
+	Paths  []string `json:"paths"`
 }
 
 // Part is one component of the mean step time.

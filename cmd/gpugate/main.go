@@ -51,7 +51,8 @@ func (c *command) name() string {
 var commands []*command
 
 func init() {
-	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd}
+	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd,
+		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd}
 }
 
 // usageError is a mistake in the command line.

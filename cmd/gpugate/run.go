@@ -282,6 +282,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	}
 	var base []gate.Run
 	var mismatch []string
+	var newest time.Time
 	for _, s := range stored {
 		if s.FingerprintHash != fp.Hash() {
 			var other runner.Fingerprint
@@ -294,10 +295,19 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 			return fmt.Errorf("baseline run %d in %s: %v", s.ID, dbPath, err)
 		}
 		base = append(base, doc.Results())
+		if s.Created.After(newest) {
+			newest = s.Created
+		}
 	}
 	if len(base) == 0 {
 		if len(stored) > 0 {
-			return fmt.Errorf("no baseline of %s on %s matches this machine's fingerprint; differences: %s (record a baseline here with -record-baseline)", w.Name, c.Baseline.Branch, strings.Join(mismatch, "; "))
+			msg := fmt.Sprintf("no baseline of %s on %s matches this machine's fingerprint; differences: %s (record a baseline here with -record-baseline)", w.Name, c.Baseline.Branch, strings.Join(mismatch, "; "))
+			if !c.Baseline.Lenient {
+				return errors.New(msg)
+			}
+			rep := gate.NoBaseline(cand, msg)
+			rep.Verdict = stats.Inconclusive
+			return render(stdout, o.format, rep, cand)
 		}
 		rep := gate.NoBaseline(cand, fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with (record one with gpugate run -record-baseline on %s)", w.Name, c.Baseline.Branch, dbPath, c.Baseline.Branch))
 		rep.Overhead = overhead
@@ -313,6 +323,11 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	}
 	rep := gate.Compare(base, cand, gate.Options{Allowances: allow})
 	rep.Overhead = overhead
+	rep.Baseline.Newest = newest.UTC().Format(time.RFC3339)
+	if age := time.Since(newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
+			age.Round(time.Hour), time.Duration(c.Baseline.MaxAge), c.Baseline.Branch))
+	}
 	if err := render(stdout, o.format, rep, cand); err != nil {
 		return err
 	}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"gpugate/analysis"
+	"gpugate/baseline"
+	"gpugate/config"
+	"gpugate/report"
+	"gpugate/runner"
+	"gpugate/stats"
+)
+
+const defaultDB = ".gpugate/baseline.db"
+
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", defaultDB, "baseline database `path`")
+}
+
+var baselineRefreshCmd = &command{
+	usage: "baseline refresh -config perf.yaml [-workload NAME] [-runs N] [-db PATH]",
+	short: "run a workload N times on this commit and record the runs as baselines (the nightly job)",
+	long: `
+Baseline refresh runs the workload N times (default: perf.yaml's
+baseline.runs) on the current commit, exactly as gpugate run does, and
+records every run as a baseline of the current branch. Pooled, their
+per-step samples and their run-to-run spread are what candidates are
+compared with.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
+		workload := fs.String("workload", "", "the workload to run (default: the only one)")
+		runs := fs.Int("runs", 0, "how many runs to record (default: baseline.runs of perf.yaml)")
+		db := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db)")
+		nsysPath := fs.String("nsys", os.Getenv("GPUGATE_NSYS"), "`path` of nsys")
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			c, err := config.Load(*cfgPath)
+			if err != nil {
+				return err
+			}
+			w, err := c.Workload(*workload)
+			if err != nil {
+				return err
+			}
+			n := *runs
+			if n <= 0 {
+				n = c.Baseline.Runs
+			}
+			w.Repeat = n
+			return runWorkload(ctx, stdout, stderr, c, w, runOptions{format: "text", db: *db, record: true, nsys: *nsysPath})
+		}
+	},
+}
+
+var baselineRecordCmd = &command{
+	usage: "baseline record -workload W [-branch B] [-commit C] [-db PATH] TRACE...",
+	short: "record traces profiled elsewhere as a baseline run",
+	long: `
+Baseline record analyzes the traces (the ranks of one run) and stores them
+as a baseline run of the workload. The fingerprint is taken from the traces:
+the GPU model and count they name, and the profiler format.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		workload := fs.String("workload", "", "workload `name`")
+		branch := fs.String("branch", "main", "branch the run belongs to")
+		commit := fs.String("commit", "", "commit the run was made on")
+		db := dbFlag(fs)
+		a := analysisFlags(fs)
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			if *workload == "" || len(args) == 0 {
+				return usagef("want -workload and at least one trace")
+			}
+			opt, err := a.options()
+			if err != nil {
+				return err
+			}
+			results, err := analyzeFiles(ctx, args, opt, a.loadOptions())
+			if err != nil {
+				return err
+			}
+			fp := runner.Fingerprint{GPU: "none", Profiler: results[0].Profile.Format}
+			for _, r := range results {
+				if len(r.Profile.Devices) > 0 {
+					fp.GPU = r.Profile.Devices[0].Name
+				}
+				fp.GPUCount += max(len(r.Profile.Devices), 0)
+			}
+			doc := report.NewAnalysis(results)
+			var buf bytes.Buffer
+			doc.WriteJSON(&buf)
+			fpJSON, _ := json.Marshal(fp)
+			store, err := baseline.Open(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			id, err := store.Record(ctx, baseline.Run{Workload: *workload, Branch: *branch, Commit: *commit, Kind: "baseline",
+				Profiler: fp.Profiler, FingerprintHash: fp.Hash(), Fingerprint: fpJSON, Version: version(), Analysis: buf.Bytes()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "recorded run %d of %s (%d profile(s), %d steps) as baseline of %s in %s\n", id, *workload, len(results), len(results[0].Steps), *branch, *db)
+			return nil
+		}
+	},
+}
+
+var baselineListCmd = &command{
+	usage: "baseline list [-db PATH] [-workload W] [-format text|json]",
+	short: "list the stored runs",
+	long:  "Baseline list prints the stored runs, oldest first, with their median step time.",
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		db := dbFlag(fs)
+		workload := fs.String("workload", "", "only this workload")
+		format := fs.String("format", "text", "output `format`: text or json")
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			store, err := openExisting(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := store.Runs(ctx, baseline.Filter{Workload: *workload})
+			if err != nil {
+				return err
+			}
+			type row struct {
+				ID          int64   `json:"id"`
+				Workload    string  `json:"workload"`
+				Branch      string  `json:"branch"`
+				Commit      string  `json:"commit"`
+				Created     string  `json:"created_at"`
+				Kind        string  `json:"kind"`
+				Profiler    string  `json:"profiler"`
+				Fingerprint string  `json:"fingerprint_hash"`
+				Steps       int     `json:"steps"`
+				StepTimeMs  float64 `json:"step_time_ms"`
+			}
+			rows := []row{}
+			for _, r := range runs {
+				var doc report.Analysis
+				json.Unmarshal(r.Analysis, &doc)
+				x := row{ID: r.ID, Workload: r.Workload, Branch: r.Branch, Commit: short(r.Commit), Created: r.Created.UTC().Format("2006-01-02 15:04"),
+					Kind: r.Kind, Profiler: r.Profiler, Fingerprint: r.FingerprintHash}
+				if len(doc.Profiles) > 0 {
+					x.Steps, x.StepTimeMs = len(doc.Profiles[0].Steps), doc.Profiles[0].Summary["step_time_ms"].Median
+				}
+				rows = append(rows, x)
+			}
+			if *format == "json" {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tstep ms")
+			for _, x := range rows {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, x.Workload, x.Branch, x.Commit, x.Created, x.Kind, x.Profiler, x.Fingerprint, x.Steps, x.StepTimeMs)
+			}
+			return tw.Flush()
+		}
+	},
+}
+
+func short(commit string) string {
+	if len(commit) > 10 {
+		return commit[:10]
+	}
+	return commit
+}
+
+// openExisting opens a store that must exist already.
+func openExisting(ctx context.Context, path string) (*baseline.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open baseline %s: %v", path, err)
+	}
+	return baseline.Open(ctx, path)
+}
+
+var baselineShowCmd = &command{
+	usage: "baseline show -workload W [-metric step_time] [-branch main] [-db PATH]",
+	short: "show a metric's history over the baseline runs, and any sustained shift",
+	long: `
+Baseline show prints the per-run median of a metric over the baseline runs of
+a branch as a small text chart, and tests the history for one sustained shift
+(a change point: permutation test at α=0.01) so that slow regressions that no
+single pull request crossed are seen.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		db := dbFlag(fs)
+		workload := fs.String("workload", "", "workload `name`")
+		metric := fs.String("metric", "step_time", "metric `name`")
+		branch := fs.String("branch", "main", "branch")
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			if *workload == "" {
+				return usagef("want -workload")
+			}
+			m, ok := analysis.MetricByName(*metric)
+			if !ok {
+				return usagef("-metric %q: unknown metric", *metric)
+			}
+			col := map[string]string{"ms": "_ns", "us": "_ns"}[m.Unit]
+			scale := map[string]float64{"ms": 1e6, "us": 1e3}[m.Unit]
+			if scale == 0 {
+				scale = 1
+			}
+			store, err := openExisting(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			pts, err := store.Series(ctx, *workload, *branch, m.Name+col)
+			if err != nil {
+				return err
+			}
+			if len(pts) == 0 {
+				return fmt.Errorf("no baseline runs of %s on %s with %s in %s", *workload, *branch, m.Name, *db)
+			}
+			var xs []float64
+			lo, hi := pts[0].Median, pts[0].Median
+			for _, p := range pts {
+				xs = append(xs, p.Median/scale)
+				lo, hi = min(lo, p.Median), max(hi, p.Median)
+			}
+			cp := stats.ChangePoint(xs, 0.01, 999)
+			fmt.Fprintf(stdout, "%s of %s on %s, per-run median (%s), %d runs\n\n", m.Name, *workload, *branch, m.Unit, len(pts))
+			for i, p := range pts {
+				bar := 1
+				if hi > lo {
+					bar = 1 + int(40*(p.Median-lo)/(hi-lo))
+				}
+				mark := " "
+				if cp.Found && i == cp.Index {
+					mark = "▶"
+				}
+				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), short(p.Commit), p.Median/scale, strings.Repeat("█", bar))
+			}
+			if cp.Found {
+				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", cp.Index+1, short(pts[cp.Index].Commit),
+					cp.Before, cp.After, m.Unit, 100*(cp.After-cp.Before)/cp.Before, cp.P)
+			} else {
+				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)
+			}
+			return nil
+		}
+	},
+}
+
+var baselineExportCmd = &command{
+	usage: "baseline export [-db PATH]",
+	short: "write every stored run as portable JSON to stdout",
+	long:  "Baseline export writes the store as JSON, so that ephemeral runners can carry baselines as CI artifacts or caches (gpugate baseline import reads it).",
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		db := dbFlag(fs)
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			store, err := openExisting(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			e, err := store.Export(ctx)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(stdout).Encode(e)
+		}
+	},
+}
+
+var baselineImportCmd = &command{
+	usage: "baseline import [-db PATH] FILE",
+	short: "add the runs of an export to the store",
+	long:  "Baseline import adds the runs of a gpugate baseline export (FILE, or - for stdin), skipping runs already present.",
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		db := dbFlag(fs)
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			if len(args) != 1 {
+				return usagef("want one export file")
+			}
+			var in io.Reader = os.Stdin
+			if args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			var e baseline.Export
+			if err := json.NewDecoder(in).Decode(&e); err != nil {
+				return fmt.Errorf("read %s: not a gpugate baseline export: %v", args[0], err)
+			}
+			store, err := baseline.Open(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			n, err := store.Import(ctx, &e)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), *db)
+			return nil
+		}
+	},
+}
+
+var baselinePruneCmd = &command{
+	usage: "baseline prune [-db PATH] -keep N",
+	short: "keep the newest N runs per workload, fingerprint and kind",
+	long:  "Baseline prune deletes all but the newest N runs of each workload, fingerprint and kind (baseline or candidate).",
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		db := dbFlag(fs)
+		keep := fs.Int("keep", 0, "runs to keep per workload, fingerprint and kind")
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			if *keep < 1 {
+				return usagef("-keep must be at least 1")
+			}
+			store, err := openExisting(ctx, *db)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			n, err := store.Prune(ctx, *keep)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, *db)
+			return nil
+		}
+	},
+}
