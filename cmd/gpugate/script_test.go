@@ -7,12 +7,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"gpugate/trace/nsys"
 )
+
+// timing serializes the scripts that measure real runs.
+var timing sync.Mutex
 
 var update = flag.Bool("update", false, "rewrite golden sections of testdata/script/*.txtar")
 
@@ -31,6 +35,12 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		Setup: func(e *testscript.Env) error {
+			// Scripts that time real training runs must not share the CPU
+			// with each other: testscript runs scripts in parallel.
+			if name := filepath.Base(e.WorkDir); strings.Contains(name, "run_demo") || strings.Contains(name, "baseline_refresh") {
+				timing.Lock()
+				e.Defer(timing.Unlock)
+			}
 			e.Setenv("DEMO", demo)
 			e.Setenv("GPUGATE_BRANCH", "main")
 			if p, err := nsys.FindCLI(os.Getenv("GPUGATE_NSYS")); err == nil {
