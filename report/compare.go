@@ -44,6 +44,12 @@ func value(v float64, unit string) string {
 	return num(v) + " " + unit
 }
 
+// Value formats a metric value with its unit.
+func Value(v float64, unit string) string { return value(v, unit) }
+
+// Delta formats a metric's change: "~" when not significant.
+func Delta(m stats.Result) string { return delta(m) }
+
 // delta formats the change benchstat's way: "~" when not significant.
 func delta(m stats.Result) string {
 	switch {

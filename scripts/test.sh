@@ -8,6 +8,11 @@ export PATH=$PATH:/usr/local/go/bin
 # (its nsys exports reports and rejects ones from newer versions).
 bash scripts/setup-profilers.sh
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
+# nektos/act runs action.yml end to end in host mode (no Docker daemon).
+export PATH=$PATH:$(go env GOPATH)/bin
+if ! act --version 2>/dev/null | grep -q 0.2.89; then
+	go install github.com/nektos/act@v0.2.89
+fi
 go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.

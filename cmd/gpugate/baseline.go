@@ -54,7 +54,11 @@ compared with.`,
 				n = c.Baseline.Runs
 			}
 			w.Repeat = n
-			return runWorkload(ctx, stdout, stderr, c, w, runOptions{format: "text", db: *db, record: true, nsys: *nsysPath})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, record: true, nsys: *nsysPath})
+			if err != nil {
+				return err
+			}
+			return finish(stdout, "text", oc)
 		}
 	},
 }

@@ -51,7 +51,7 @@ func (c *command) name() string {
 var commands []*command
 
 func init() {
-	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd,
+	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd, actionCmd,
 		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd}
 }
 

@@ -97,14 +97,47 @@ failed, a fingerprint that matches no baseline).`,
 			if err != nil {
 				return err
 			}
-			return runWorkload(ctx, stdout, stderr, c, w, runOptions{format: *format, out: *outDir, db: *dbPath, record: *record, nsys: *nsysPath})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{out: *outDir, db: *dbPath, record: *record, nsys: *nsysPath})
+			if err != nil {
+				return err
+			}
+			return finish(stdout, *format, oc)
 		}
 	},
 }
 
 type runOptions struct {
-	format, out, db, nsys string
-	record                bool
+	out, db, nsys string
+	record        bool
+}
+
+// outcome is what a run of a workload produced.
+type outcome struct {
+	Workload    string
+	Report      *gate.Report
+	Base, Cand  []gate.Run
+	Fingerprint runner.Fingerprint
+	// Baseline describes what was compared with, for people.
+	Baseline string
+	// Err is set when the outcome is not a verdict (fingerprint mismatch
+	// under lenient settings): the report says why, the exit status is 2.
+	Err error
+}
+
+// finish renders an outcome and maps its verdict to the exit status.
+func finish(stdout io.Writer, format string, oc *outcome) error {
+	if err := render(stdout, format, oc.Report, oc.Cand); err != nil {
+		return err
+	}
+	switch {
+	case oc.Err != nil:
+		return oc.Err
+	case oc.Report.Verdict == stats.Regression:
+		return &exitError{exitRegression}
+	case oc.Report.Verdict == stats.Inconclusive:
+		return errors.New("inconclusive: too few steps to judge a gate metric; raise measure_steps")
+	}
+	return nil
 }
 
 // gitInfo returns the current branch and commit, from GPUGATE_BRANCH /
@@ -135,7 +168,7 @@ func gitInfo(ctx context.Context, dir string) (branch, commit string) {
 	return branch, commit
 }
 
-func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) error {
+func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) (*outcome, error) {
 	profiler := w.Profiler
 	gpu := runner.HasGPU(ctx)
 	nsysBin := ""
@@ -149,7 +182,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		}
 	}
 	if profiler == runner.Nsys && nsysBin == "" {
-		return fmt.Errorf("workload %s: profiler nsys, but nsys is not installed (scripts/setup-profilers.sh installs it; or set -nsys)", w.Name)
+		return nil, fmt.Errorf("workload %s: profiler nsys, but nsys is not installed (scripts/setup-profilers.sh installs it; or set -nsys)", w.Name)
 	}
 	dir := filepath.Dir(c.File)
 	workdir := w.Workdir
@@ -200,24 +233,24 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 			NsysPath: nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: gpu, StepLog: stepLog, Output: stderr,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		profiledSteps = append(profiledSteps, res.StepTimes...)
 		if profiler == runner.None {
 			if len(res.StepTimes) == 0 {
-				return fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
+				return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
 			}
 			fmt.Fprintf(stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(res.StepTimes), analysis.Summarize(res.StepTimes).Median)
 			continue
 		}
 		results, err := analyzeFiles(ctx, res.Traces, aopt, load.Options{Nsys: nsysBin})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		doc := report.NewAnalysis(results)
 		var buf bytes.Buffer
 		if err := doc.WriteJSON(&buf); err != nil {
-			return err
+			return nil, err
 		}
 		os.WriteFile(filepath.Join(runOut, "analysis.json"), buf.Bytes(), 0o644)
 		docs = append(docs, buf.Bytes())
@@ -225,7 +258,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		fmt.Fprintf(stderr, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(results[0].Steps), res.Duration.Seconds())
 	}
 	if profiler == runner.None {
-		return nil
+		return &outcome{Workload: w.Name, Fingerprint: fp, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
 	}
 	var overhead *gate.Overhead
 	if stepLog != nil && len(profiledSteps) > 0 {
@@ -236,7 +269,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 			Profiler: runner.None, Out: filepath.Join(out, "unprofiled"), StepLog: stepLog, Output: stderr,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(res.StepTimes) > 0 {
 			p, u := analysis.Summarize(profiledSteps).Median, analysis.Summarize(res.StepTimes).Median
@@ -251,7 +284,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	}
 	store, err := baseline.Open(ctx, dbPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer store.Close()
 	branch, commit := gitInfo(ctx, dir)
@@ -266,22 +299,22 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	for _, d := range docs {
 		if _, err := store.Record(ctx, baseline.Run{Workload: w.Name, Branch: branch, Commit: commit, Kind: kind, Profiler: profiler,
 			FingerprintHash: fp.Hash(), Fingerprint: fpJSON, Version: version(), Analysis: d}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if o.record {
 		fmt.Fprintf(stderr, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(docs), w.Name, branch, dbPath)
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = overhead
-		return render(stdout, o.format, rep, cand)
+		return &outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: fp, Baseline: "recorded as baseline of " + branch}, nil
 	}
 
 	stored, err := store.Baselines(ctx, w.Name, c.Baseline.Branch, c.Baseline.Runs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var base []gate.Run
-	var mismatch []string
+	var mismatch, commits []string
 	var newest time.Time
 	for _, s := range stored {
 		if s.FingerprintHash != fp.Hash() {
@@ -292,9 +325,10 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		}
 		var doc report.Analysis
 		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
-			return fmt.Errorf("baseline run %d in %s: %v", s.ID, dbPath, err)
+			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, dbPath, err)
 		}
 		base = append(base, doc.Results())
+		commits = append(commits, short(s.Commit))
 		if s.Created.After(newest) {
 			newest = s.Created
 		}
@@ -303,21 +337,21 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		if len(stored) > 0 {
 			msg := fmt.Sprintf("no baseline of %s on %s matches this machine's fingerprint; differences: %s (record a baseline here with -record-baseline)", w.Name, c.Baseline.Branch, strings.Join(mismatch, "; "))
 			if !c.Baseline.Lenient {
-				return errors.New(msg)
+				return nil, errors.New(msg)
 			}
 			rep := gate.NoBaseline(cand, msg)
 			rep.Verdict = stats.Inconclusive
-			return render(stdout, o.format, rep, cand)
+			return &outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: fp, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
 		rep := gate.NoBaseline(cand, fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with (record one with gpugate run -record-baseline on %s)", w.Name, c.Baseline.Branch, dbPath, c.Baseline.Branch))
 		rep.Overhead = overhead
-		return render(stdout, o.format, rep, cand)
+		return &outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: fp, Baseline: "none yet"}, nil
 	}
 	allow := map[string]float64{}
 	for k, v := range c.Allowances {
 		m, ok := analysis.MetricByName(k)
 		if !ok {
-			return fmt.Errorf("%s: allowances: unknown metric %q", c.File, k)
+			return nil, fmt.Errorf("%s: allowances: unknown metric %q", c.File, k)
 		}
 		allow[m.Name] = float64(v)
 	}
@@ -328,16 +362,8 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
 			age.Round(time.Hour), time.Duration(c.Baseline.MaxAge), c.Baseline.Branch))
 	}
-	if err := render(stdout, o.format, rep, cand); err != nil {
-		return err
-	}
-	switch rep.Verdict {
-	case stats.Regression:
-		return &exitError{exitRegression}
-	case stats.Inconclusive:
-		return errors.New("inconclusive: too few steps to judge a gate metric; raise measure_steps")
-	}
-	return nil
+	desc := fmt.Sprintf("%s@%s, %d run(s), newest %s", c.Baseline.Branch, strings.Join(commits, ","), len(base), newest.UTC().Format("2006-01-02 15:04 UTC"))
+	return &outcome{Workload: w.Name, Report: rep, Base: base, Cand: cand, Fingerprint: fp, Baseline: desc}, nil
 }
 
 // render prints a run's report; without a baseline the text form shows the
@@ -349,9 +375,11 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 	case "markdown":
 		return report.WriteCompareMarkdown(w, rep)
 	}
-	if len(rep.Metrics) == 0 && len(cand) > 0 {
-		if err := report.NewAnalysis(cand[len(cand)-1]).WriteText(w); err != nil {
-			return err
+	if len(rep.Metrics) == 0 {
+		if len(cand) > 0 {
+			if err := report.NewAnalysis(cand[len(cand)-1]).WriteText(w); err != nil {
+				return err
+			}
 		}
 		for _, wn := range rep.Warnings {
 			fmt.Fprintf(w, "\ngpugate: %s\n", wn)

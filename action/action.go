@@ -1,0 +1,69 @@
+// Package action speaks GitHub Actions for gpugate: inputs, outputs, the
+// job summary, annotations and log groups through
+// github.com/sethvargo/go-githubactions, and the pull request comment and
+// check run through github.com/google/go-github. Outside a workflow every
+// file command is skipped instead of panicking.
+package action
+
+import (
+	"io"
+	"strings"
+
+	"github.com/sethvargo/go-githubactions"
+)
+
+// IO is the workflow's side of a run.
+type IO struct {
+	a      *githubactions.Action
+	getenv func(string) string
+}
+
+// New returns an IO that reads the environment through getenv and writes
+// workflow commands to w.
+func New(getenv func(string) string, w io.Writer) *IO {
+	return &IO{a: githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(w)), getenv: getenv}
+}
+
+// InActions reports whether gpugate runs inside a workflow.
+func (io *IO) InActions() bool { return io.getenv("GITHUB_ACTIONS") == "true" }
+
+// Input reads an input that the composite action passed as GPUGATE_<NAME>:
+// composite steps get no INPUT_* variables on the real runner.
+func (io *IO) Input(name string) string {
+	return strings.TrimSpace(io.getenv("GPUGATE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))))
+}
+
+// SetOutput sets a step output; it does nothing outside a workflow (the
+// library panics when GITHUB_OUTPUT is unset).
+func (io *IO) SetOutput(k, v string) {
+	if io.getenv("GITHUB_OUTPUT") != "" {
+		io.a.SetOutput(k, v)
+	}
+}
+
+// Summary appends Markdown to the job summary, if there is one.
+func (io *IO) Summary(md string) {
+	if io.getenv("GITHUB_STEP_SUMMARY") != "" {
+		io.a.AddStepSummary(md)
+	}
+}
+
+// Error and Warning write annotations.
+func (io *IO) Error(title, msg string) {
+	io.a.WithFieldsMap(map[string]string{"title": title}).Errorf("%s", msg)
+}
+
+func (io *IO) Warning(title, msg string) {
+	io.a.WithFieldsMap(map[string]string{"title": title}).Warningf("%s", msg)
+}
+
+// Group and EndGroup fold log lines.
+func (io *IO) Group(title string) { io.a.Group(title) }
+func (io *IO) EndGroup()          { io.a.EndGroup() }
+
+// Mask hides a value in the log.
+func (io *IO) Mask(v string) {
+	if v != "" {
+		io.a.AddMask(v)
+	}
+}
