@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,5 +124,32 @@ func TestCommentSize(t *testing.T) {
 	WriteCompareMarkdown(&buf, gate.Compare([]gate.Run{{rb}}, []gate.Run{{rc}}, gate.Options{}))
 	if buf.Len() > 65536/2 {
 		t.Errorf("comment with 10000 kernel changes is %d bytes", buf.Len())
+	}
+}
+
+func TestCommentGolden(t *testing.T) {
+	base := run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+	rep := gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})
+	var buf bytes.Buffer
+	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 1 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB"}
+	if err := WriteComment(&buf, rep, []gate.Run{base}, []gate.Run{head}, info); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "comment.md", buf.Bytes())
+	if !strings.HasPrefix(buf.String(), info.Marker+"\n") || !strings.Contains(buf.String(), "```mermaid\nxychart-beta") {
+		t.Errorf("comment lacks the marker or the chart")
+	}
+	// A comment whose report is far too long is cut below GitHub's limit.
+	huge := *rep
+	huge.Warnings = nil
+	for i := range 400 {
+		huge.Warnings = append(huge.Warnings, strings.Repeat("w", 500)+fmt.Sprint(i))
+	}
+	buf.Reset()
+	info.SummaryURL = "https://github.com/acme/train/actions/runs/1"
+	WriteComment(&buf, &huge, []gate.Run{base}, []gate.Run{head}, info)
+	if buf.Len() > MaxComment || !strings.Contains(buf.String(), "job summary: https://") {
+		t.Errorf("long comment: %d bytes, ends %q", buf.Len(), buf.String()[max(0, buf.Len()-200):])
 	}
 }
