@@ -72,7 +72,7 @@ def main():
     variant = os.environ.get("GPUGATE_DEMO", "")
     if variant not in ("", "slow-loader", "host-sync"):
         sys.exit(f"train.py: unknown GPUGATE_DEMO={variant!r} (want slow-loader, host-sync or unset)")
-    workers, rounds = (0, 6) if variant == "slow-loader" else (2, 1)
+    workers, rounds = (0, 16) if variant == "slow-loader" else (2, 1)
 
     torch.manual_seed(0)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
