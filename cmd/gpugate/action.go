@@ -113,7 +113,8 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	opts := runOptions{db: io.Input("baseline-db"), nsys: getenv("GPUGATE_NSYS")}
+	// Artifacts go to the runner's temporary folder, not into the checkout.
+	opts := runOptions{db: io.Input("baseline-db"), nsys: getenv("GPUGATE_NSYS"), out: filepath.Join(tmp, "gpugate-runs", w.Name)}
 	if mode == "refresh" {
 		opts.record = true
 		w.Repeat = max(w.Repeat, c.Baseline.Runs)
