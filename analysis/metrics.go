@@ -1,9 +1,9 @@
 package analysis
 
 import (
-	"math"
 	"slices"
 
+	"gpugate/stats"
 	"gpugate/trace"
 )
 
@@ -109,19 +109,8 @@ func Summarize(xs []float64) Summary {
 	}
 }
 
-// Quantile returns the q-quantile of sorted xs by linear interpolation.
-func Quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	h := q * float64(len(sorted)-1)
-	lo := math.Floor(h)
-	i := int(lo)
-	if i+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
-}
+// Quantile returns the q-quantile of sorted xs (stats.Quantile).
+func Quantile(sorted []float64, q float64) float64 { return stats.Quantile(sorted, q) }
 
 // Samples returns the per-step values of m, or nil when m is absent from
 // this profile (a GPU metric without GPU activity).

@@ -260,24 +260,6 @@ func insertDerived(ctx context.Context, tx execer, runID int64, d derived) error
 // Baselines returns the last k baseline runs of workload on branch, newest
 // first, whatever their fingerprint: the caller decides which match.
 func (s *Store) Baselines(ctx context.Context, workload, branch string, k int) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, workload, branch, commit_sha, created_at, kind, profiler,
-		fingerprint_hash, fingerprint, gpugate_version, analysis
-		FROM runs WHERE workload = ? AND branch = ? AND kind = 'baseline' ORDER BY created_at DESC, id DESC LIMIT ?`,
-		workload, branch, k)
-	if err != nil {
-		return nil, fmt.Errorf("read baselines from %s: %w", s.path, err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		var r Run
-		var created int64
-		var fp, an string
-		if err := rows.Scan(&r.ID, &r.Workload, &r.Branch, &r.Commit, &created, &r.Kind, &r.Profiler, &r.FingerprintHash, &fp, &r.Version, &an); err != nil {
-			return nil, err
-		}
-		r.Created, r.Fingerprint, r.Analysis = time.Unix(created, 0), []byte(fp), []byte(an)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE workload = ? AND branch = ? AND kind = 'baseline'
+		ORDER BY created_at DESC, id DESC LIMIT ?`, workload, branch, k)
 }

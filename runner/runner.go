@@ -88,24 +88,26 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// prepare writes the embedded injection files into out and returns the
-// folder of one of them.
+// prepare writes one embedded injection, with the modules all injections
+// share, into out and returns its folder.
 func prepare(out, which string) (string, error) {
 	dst := filepath.Join(out, "inject", which)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return "", err
 	}
-	files, err := fs.ReadDir(injectFS, "inject/"+which)
-	if err != nil {
-		return "", err
-	}
-	for _, f := range files {
-		data, err := injectFS.ReadFile("inject/" + which + "/" + f.Name())
+	for _, dir := range []string{which, "common"} {
+		files, err := fs.ReadDir(injectFS, "inject/"+dir)
 		if err != nil {
 			return "", err
 		}
-		if err := os.WriteFile(filepath.Join(dst, f.Name()), data, 0o644); err != nil {
-			return "", err
+		for _, f := range files {
+			data, err := injectFS.ReadFile("inject/" + dir + "/" + f.Name())
+			if err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(filepath.Join(dst, f.Name()), data, 0o644); err != nil {
+				return "", err
+			}
 		}
 	}
 	return dst, nil

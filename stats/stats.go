@@ -115,7 +115,14 @@ func summarize(runs [][]float64) (Summary, []float64) {
 	return s, all
 }
 
+// Quantile returns the q-quantile of sorted xs, interpolating linearly
+// between order statistics (numpy's default, type 7); NaN for no values.
+func Quantile(sorted []float64, q float64) float64 { return quantile(sorted, q) }
+
 func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
 	h := q * float64(len(sorted)-1)
 	i := int(h)
 	if i+1 >= len(sorted) {

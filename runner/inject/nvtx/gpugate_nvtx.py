@@ -127,29 +127,6 @@ def install():
 
         setattr(torch.Tensor, meth, wrap())
 
-    optim_mod = importlib.import_module("torch.optim.optimizer")
-    hook = getattr(optim_mod, "register_optimizer_step_post_hook", None)
-    if hook is not None:
-        hook(lambda opt, args, kwargs: after_step())
-    else:
-        Opt = torch.optim.Optimizer
-        orig_hook = Opt._hook_for_profile
+    import gpugate_stephook
 
-        def hook_for_profile(self):
-            orig_hook(self)
-            cls = self.__class__
-            if getattr(cls.step, "_gpugate_nvtx", False):
-                return
-            inner = cls.step
-
-            @functools.wraps(inner)
-            def step(*args, **kwargs):
-                open_step()
-                result = inner(*args, **kwargs)
-                after_step()
-                return result
-
-            step._gpugate_nvtx = True
-            cls.step = step
-
-        Opt._hook_for_profile = hook_for_profile
+    gpugate_stephook.around_optimizer_step(after_step, before=open_step, tag="_gpugate_nvtx")

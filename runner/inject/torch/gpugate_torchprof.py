@@ -13,7 +13,6 @@ Optimizer._hook_for_profile, the hook torch 1.13 itself uses.
 """
 
 import atexit
-import functools
 import os
 import sys
 import time
@@ -31,8 +30,6 @@ def install():
         return
     os.environ["GPUGATE_TORCH_PROFILE_OWNER"] = str(os.getpid())
     t0 = time.perf_counter()
-    import importlib
-
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -63,36 +60,9 @@ def install():
         if log_steps:
             print(f"gpugate-step {state['steps']}", file=sys.stderr, flush=True)
 
-    how = "register_optimizer_step_post_hook (torch>=2.0)"
-    # torch.optim deletes its submodule names, so import the module itself.
-    optim_mod = importlib.import_module("torch.optim.optimizer")
-    hook = getattr(optim_mod, "register_optimizer_step_post_hook", None)
-    if hook is not None:
-        hook(lambda opt, args, kwargs: after_step())
-    else:
-        how = "patched Optimizer._hook_for_profile (torch<2.0)"
-        Opt = torch.optim.Optimizer
-        orig = Opt._hook_for_profile
+    import gpugate_stephook
 
-        def hook_for_profile(self):
-            orig(self)
-            cls = self.__class__
-            if getattr(cls.step, "_gpugate", False):
-                return
-            inner = cls.step
-
-            # Outside torch's own record_function wrapper, so that
-            # ProfilerStep#N closes after Optimizer.step, not inside it.
-            @functools.wraps(inner)
-            def step(*args, **kwargs):
-                result = inner(*args, **kwargs)
-                after_step()
-                return result
-
-            step._gpugate = True
-            cls.step = step
-
-        Opt._hook_for_profile = hook_for_profile
+    how = gpugate_stephook.around_optimizer_step(after_step)
 
     def stop():
         if os.getpid() != pid:
