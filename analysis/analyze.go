@@ -535,7 +535,18 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 	p := r.Profile
 	comm := p.Names.Match(opt.CommPattern)
 	kern := map[trace.Name]*KernelStat{}
-	var all, computeIn, commIn, copyIn []span
+	var nComm, nCopy int
+	for i := range p.GPU {
+		switch {
+		case p.GPU[i].Kind == trace.Memcpy:
+			nCopy++
+		case p.GPU[i].Kind == trace.Kernel && comm[p.GPU[i].Name]:
+			nComm++
+		}
+	}
+	all := make([]span, 0, len(p.GPU))
+	computeIn := make([]span, 0, len(p.GPU)-nComm-nCopy)
+	commIn, copyIn := make([]span, 0, nComm), make([]span, 0, nCopy)
 	for i := range p.GPU {
 		op := &p.GPU[i]
 		s := span{op.Start, op.End}
@@ -602,6 +613,7 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 		s.GPUBusy, s.Compute, s.CommTime, s.ExposedComm, s.ExposedCopy = busyW[i], computeW[i], commW[i], exCommW[i], exCopyW[i]
 	}
 
+	r.Gaps = make([]Gap, 0, len(busy)+1) // at most one gap per island, and a last one
 	r.gaps(windows)
 	var wait []span
 	for _, g := range r.Gaps {

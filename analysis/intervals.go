@@ -1,5 +1,7 @@
 package analysis
 
+import "math"
+
 // span is a half-open time interval [lo, hi) in ns.
 type span struct{ lo, hi int64 }
 
@@ -8,7 +10,21 @@ func (s span) len() int64 { return s.hi - s.lo }
 // unionSorted merges intervals sorted by lo into sorted, disjoint spans.
 // Touching intervals are merged.
 func unionSorted(in []span) []span {
-	var out []span
+	// Count the islands first: the inputs run to millions of intervals, and
+	// growing the output by doubling cost more than the merge itself.
+	n, hi := 0, int64(math.MinInt64)
+	for _, s := range in {
+		if s.hi <= s.lo {
+			continue
+		}
+		if n == 0 || s.lo > hi {
+			n++
+			hi = s.hi
+		} else {
+			hi = max(hi, s.hi)
+		}
+	}
+	out := make([]span, 0, n)
 	for _, s := range in {
 		if s.hi <= s.lo {
 			continue
@@ -26,7 +42,7 @@ func unionSorted(in []span) []span {
 
 // intersect returns the intersection of two sorted, disjoint span lists.
 func intersect(a, b []span) []span {
-	var out []span
+	out := make([]span, 0, min(len(a), len(b)))
 	for i, j := 0, 0; i < len(a) && j < len(b); {
 		lo, hi := max(a[i].lo, b[j].lo), min(a[i].hi, b[j].hi)
 		if lo < hi {
@@ -43,7 +59,7 @@ func intersect(a, b []span) []span {
 
 // subtract returns a minus b for sorted, disjoint span lists.
 func subtract(a, b []span) []span {
-	var out []span
+	out := make([]span, 0, len(a))
 	j := 0
 	for _, s := range a {
 		lo := s.lo
