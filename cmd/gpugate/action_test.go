@@ -135,3 +135,40 @@ func TestActionCommand(t *testing.T) {
 		}
 	}
 }
+
+// A baseline recorded on other hardware is never compared silently: the
+// run fails with exit 2 and lists the fields that differ; a stale baseline
+// is flagged.
+func TestFingerprintMismatchAndStale(t *testing.T) {
+	nw0 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "b.db")
+	var o, e bytes.Buffer
+	// Recorded from a trace made elsewhere: its fingerprint is the V100's.
+	if code := gpugate(context.Background(), []string{"baseline", "record", "-workload", "resnet", "-db", db, nw0}, &o, &e); code != 0 {
+		t.Fatalf("baseline record: exit %d %s", code, e.String())
+	}
+	cfg := fakeJobConfig(t, dir, nw0)
+	o.Reset()
+	e.Reset()
+	code := gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, "run")}, &o, &e)
+	if code != 2 || !strings.Contains(e.String(), "matches this machine's fingerprint") || !strings.Contains(e.String(), `gpu: "Tesla V100-DGXS-32GB" != "none"`) {
+		t.Errorf("mismatch: exit %d, stderr %q", code, e.String())
+	}
+	// Recorded here, then read with max_age 1ns: flagged as stale.
+	t.Setenv("GPUGATE_BRANCH", "main")
+	gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, "rec"), "-record-baseline"}, &o, &e)
+	os.WriteFile(cfg, append(must(os.ReadFile(cfg)), []byte("baseline:\n  max_age: 1ns\n")...), 0o644)
+	o.Reset()
+	code = gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, "again")}, &o, &e)
+	if code != 0 || !strings.Contains(o.String(), "stale baseline") {
+		t.Errorf("stale: exit %d\n%s", code, o.String())
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
