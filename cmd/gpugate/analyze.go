@@ -71,7 +71,7 @@ func analysisFlags(fs *flag.FlagSet) *analysisFlagSet {
 		step: fs.String("step-pattern", analysis.DefaultStepPattern.String(), "regular expression `RE` naming the host ranges that are training steps"),
 		data: fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
 		comm: fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
-		nsys: fs.String("nsys", os.Getenv("GPUGATE_NSYS"), "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
+		nsys: fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
 	}
 }
 
@@ -91,7 +91,16 @@ func (a *analysisFlagSet) options() (analysis.Options, error) {
 	return opt, nil
 }
 
-func (a *analysisFlagSet) loadOptions() load.Options { return load.Options{Nsys: *a.nsys} }
+func (a *analysisFlagSet) loadOptions() load.Options { return load.Options{Nsys: nsysFlag(*a.nsys)} }
+
+// nsysFlag resolves an -nsys flag: the flag, else $GPUGATE_NSYS (read at
+// run time, so that help and doc.go do not depend on the environment).
+func nsysFlag(v string) string {
+	if v != "" {
+		return v
+	}
+	return os.Getenv("GPUGATE_NSYS")
+}
 
 // analyzeFiles loads every file (an nsys export can hold several ranks) and
 // analyzes each profile.

@@ -39,7 +39,7 @@ compared with.`,
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		runs := fs.Int("runs", 0, "how many runs to record (default: baseline.runs of perf.yaml)")
 		db := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db)")
-		nsysPath := fs.String("nsys", os.Getenv("GPUGATE_NSYS"), "`path` of nsys")
+		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			c, err := config.Load(*cfgPath)
 			if err != nil {
@@ -54,7 +54,7 @@ compared with.`,
 				n = c.Baseline.Runs
 			}
 			w.Repeat = n
-			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, record: true, nsys: *nsysPath})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, record: true, nsys: nsysFlag(*nsysPath)})
 			if err != nil {
 				return err
 			}

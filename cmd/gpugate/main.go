@@ -1,5 +1,3 @@
-// Command gpugate is a performance regression gate for GPU training jobs.
-// See doc.go for the manual.
 package main
 
 import (

@@ -79,7 +79,7 @@ failed, a fingerprint that matches no baseline).`,
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
 		dbPath := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db, else .gpugate/baseline.db)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
-		nsysPath := fs.String("nsys", os.Getenv("GPUGATE_NSYS"), "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
+		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected arguments %q", args)
@@ -97,7 +97,7 @@ failed, a fingerprint that matches no baseline).`,
 			if err != nil {
 				return err
 			}
-			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{out: *outDir, db: *dbPath, record: *record, nsys: *nsysPath})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{out: *outDir, db: *dbPath, record: *record, nsys: nsysFlag(*nsysPath)})
 			if err != nil {
 				return err
 			}
