@@ -247,6 +247,11 @@ func (p *parser) event() error {
 			if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
+			if err == nil && e.ph != 'X' {
+				// Flows, instants, counters and metadata are not kept: skip
+				// the rest of the object without reading its members.
+				return s.skipRest()
+			}
 		case 1: // cat
 			e.cat, err = p.stringValue(e.cat)
 		case 2: // name

@@ -344,7 +344,14 @@ func (s *scanner) skipValue() error {
 			}
 		}
 	}
-	depth := 0
+	s.pos++ // the opening brace or bracket
+	return s.skipRest()
+}
+
+// skipRest skips the remaining members of the object being read and its
+// closing brace.
+func (s *scanner) skipRest() error {
+	depth := 1
 	for {
 		buf, pos := s.buf[:s.end], s.pos
 		for pos < len(buf) {
