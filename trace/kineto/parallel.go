@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gpugate/trace"
@@ -187,6 +188,9 @@ func (p *parser) merge(o *parser) {
 		}
 		return t
 	}
+	pr.GPU = slices.Grow(pr.GPU, len(op.GPU))
+	pr.API = slices.Grow(pr.API, len(op.API))
+	pr.Ranges = slices.Grow(pr.Ranges, len(op.Ranges))
 	for _, g := range op.GPU {
 		g.Name = remap[g.Name]
 		pr.GPU = append(pr.GPU, g)
