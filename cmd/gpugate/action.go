@@ -63,14 +63,14 @@ func boolInput(v string, def bool) (bool, error) {
 }
 
 func runAction(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
-	io := action.New(getenv, stdout)
-	token := io.Input("github-token")
-	io.Mask(token)
-	mode := io.Input("mode")
+	gha := action.New(getenv, stdout)
+	token := gha.Input("github-token")
+	gha.Mask(token)
+	mode := gha.Input("mode")
 	if mode == "" {
 		mode = "pr"
 	}
-	commentPolicy := io.Input("comment")
+	commentPolicy := gha.Input("comment")
 	if commentPolicy == "" {
 		commentPolicy = "always"
 	}
@@ -79,13 +79,13 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	default:
 		return fmt.Errorf("input comment: %q is not always, on-regression or never", commentPolicy)
 	}
-	failOnRegression, err := boolInput(io.Input("fail-on-regression"), true)
+	failOnRegression, err := boolInput(gha.Input("fail-on-regression"), true)
 	if err != nil {
-		return fmt.Errorf("input fail-on-regression: %q is not true or false", io.Input("fail-on-regression"))
+		return fmt.Errorf("input fail-on-regression: %q is not true or false", gha.Input("fail-on-regression"))
 	}
-	checkRun, err := boolInput(io.Input("check-run"), false)
+	checkRun, err := boolInput(gha.Input("check-run"), false)
 	if err != nil {
-		return fmt.Errorf("input check-run: %q is not true or false", io.Input("check-run"))
+		return fmt.Errorf("input check-run: %q is not true or false", gha.Input("check-run"))
 	}
 	tmp := getenv("RUNNER_TEMP")
 	if tmp == "" {
@@ -93,12 +93,12 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	}
 
 	if mode == "comment" {
-		return postResult(ctx, io, getenv, token, io.Input("result"))
+		return postResult(ctx, gha, getenv, token, gha.Input("result"))
 	}
 	if mode != "pr" && mode != "refresh" {
 		return fmt.Errorf("input mode: %q is not pr, refresh or comment", mode)
 	}
-	cfgPath := io.Input("config")
+	cfgPath := gha.Input("config")
 	if cfgPath == "" {
 		cfgPath = "perf.yaml"
 	}
@@ -106,22 +106,22 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if b := io.Input("base-branch"); b != "" {
+	if b := gha.Input("base-branch"); b != "" {
 		c.Baseline.Branch = b
 	}
-	w, err := c.Workload(io.Input("workload"))
+	w, err := c.Workload(gha.Input("workload"))
 	if err != nil {
 		return err
 	}
 	// Artifacts go to the runner's temporary folder, not into the checkout.
-	opts := runOptions{db: io.Input("baseline-db"), nsys: getenv("GPUGATE_NSYS"), out: filepath.Join(tmp, "gpugate-runs", w.Name)}
+	opts := runOptions{db: gha.Input("baseline-db"), nsys: getenv("GPUGATE_NSYS"), out: filepath.Join(tmp, "gpugate-runs", w.Name)}
 	if mode == "refresh" {
 		opts.record = true
 		w.Repeat = max(w.Repeat, c.Baseline.Runs)
 	}
-	io.Group("gpugate: " + w.Name)
+	gha.Group("gpugate: " + w.Name)
 	oc, err := runWorkload(ctx, stdout, stderr, c, w, opts)
-	io.EndGroup()
+	gha.EndGroup()
 	if err != nil {
 		return err
 	}
@@ -140,23 +140,23 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	if err := os.WriteFile(reportPath, md.Bytes(), 0o644); err != nil {
 		return err
 	}
-	io.Summary(md.String())
-	io.SetOutput("verdict", string(rep.Verdict))
-	io.SetOutput("report-path", reportPath)
+	gha.Summary(md.String())
+	gha.SetOutput("verdict", string(rep.Verdict))
+	gha.SetOutput("report-path", reportPath)
 	var regressed []string
 	for _, m := range rep.Metrics {
 		if m.Name == "step_time" && !math.IsInf(m.DeltaPct, 0) && !math.IsNaN(m.DeltaPct) {
-			io.SetOutput("step-time-delta", fmt.Sprintf("%.2f", m.DeltaPct))
+			gha.SetOutput("step-time-delta", fmt.Sprintf("%.2f", m.DeltaPct))
 		}
 		if m.Verdict == stats.Regression {
 			regressed = append(regressed, m.Name)
 			if m.Gate {
-				io.Error("gpugate: "+m.Name+" regressed", fmt.Sprintf("%s: %s → %s (%s, allowance ±%.0f%%, p=%.3f)", m.Name,
+				gha.Error("gpugate: "+m.Name+" regressed", fmt.Sprintf("%s: %s → %s (%s, allowance ±%.0f%%, p=%.3f)", m.Name,
 					report.Value(m.Baseline.Median, m.Unit), report.Value(m.Candidate.Median, m.Unit), report.Delta(m), m.AllowancePct, m.P))
 			}
 		}
 	}
-	io.SetOutput("regressions", strings.Join(regressed, ","))
+	gha.SetOutput("regressions", strings.Join(regressed, ","))
 	if mode == "refresh" {
 		return nil
 	}
@@ -166,22 +166,22 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	resPath := filepath.Join(tmp, "gpugate-result.json")
 	if b, err := json.Marshal(res); err == nil {
 		os.WriteFile(resPath, b, 0o644)
-		io.SetOutput("result-path", resPath)
+		gha.SetOutput("result-path", resPath)
 	}
 	wantComment := commentPolicy == "always" || commentPolicy == "on-regression" && rep.Verdict == stats.Regression
 	if pr != 0 && wantComment {
-		if err := comment(ctx, io, getenv, token, pr, w.Name, md.String()); err != nil {
+		if err := comment(ctx, gha, getenv, token, pr, w.Name, md.String()); err != nil {
 			if !errors.Is(err, action.ErrReadOnly) {
 				return err
 			}
-			readOnly(io, fork)
+			readOnly(gha, fork)
 		}
 	}
 	if checkRun && headSHA != "" {
 		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure", stats.Inconclusive: "neutral"}[rep.Verdict]
 		if c, err := action.NewClient(getenv("GITHUB_API_URL"), token, getenv("GITHUB_REPOSITORY"), nil); err == nil {
 			if err := c.CheckRun(ctx, "gpugate / "+w.Name, headSHA, conclusion, "gpugate: "+string(rep.Verdict), md.String()); err != nil {
-				io.Warning("gpugate: no check run", err.Error())
+				gha.Warning("gpugate: no check run", err.Error())
 			}
 		}
 	}
@@ -208,7 +208,7 @@ func readEvent(getenv func(string) string) (int, string, bool, error) {
 	return action.PullRequest(getenv("GITHUB_EVENT_NAME"), payload)
 }
 
-func comment(ctx context.Context, io *action.IO, getenv func(string) string, token string, pr int, workload, body string) error {
+func comment(ctx context.Context, gha *action.IO, getenv func(string) string, token string, pr int, workload, body string) error {
 	if token == "" {
 		return fmt.Errorf("%w: no github-token input", action.ErrReadOnly)
 	}
@@ -230,19 +230,19 @@ func comment(ctx context.Context, io *action.IO, getenv func(string) string, tok
 
 // readOnly explains, in the job summary, why there is no comment and how to
 // get one.
-func readOnly(io *action.IO, fork bool) {
+func readOnly(gha *action.IO, fork bool) {
 	why := "the token given to gpugate cannot write pull request comments"
 	if fork {
 		why = "this pull request comes from a fork, and GitHub gives such runs a read-only token"
 	}
-	io.Warning("gpugate: no PR comment", why+"; the report is in the job summary")
-	io.Summary("\n> **No PR comment:** " + why + ". To comment anyway, upload `gpugate-result.json` (output `result-path`) as an artifact " +
+	gha.Warning("gpugate: no PR comment", why+"; the report is in the job summary")
+	gha.Summary("\n> **No PR comment:** " + why + ". To comment anyway, upload `gpugate-result.json` (output `result-path`) as an artifact " +
 		"and post it from a second workflow on `workflow_run` with `mode: comment` (see examples/workflows/fork-safe-*.yml in gpugate). " +
 		"Give it `permissions: pull-requests: write`.\n")
 }
 
 // postResult is comment mode: post a result made by a pr-mode run.
-func postResult(ctx context.Context, io *action.IO, getenv func(string) string, token, path string) error {
+func postResult(ctx context.Context, gha *action.IO, getenv func(string) string, token, path string) error {
 	if path == "" {
 		return errors.New("mode comment needs the result input: the gpugate-result.json of the pr run")
 	}
@@ -262,8 +262,8 @@ func postResult(ctx context.Context, io *action.IO, getenv func(string) string, 
 	if !strings.HasPrefix(r.Comment, action.Marker(r.Workload)) {
 		r.Comment = action.Marker(r.Workload) + "\n" + r.Comment
 	}
-	io.Summary(r.Comment)
-	return comment(ctx, io, getenv, token, r.PR, r.Workload, r.Comment)
+	gha.Summary(r.Comment)
+	return comment(ctx, gha, getenv, token, r.PR, r.Workload, r.Comment)
 }
 
 func describeFingerprint(oc *outcome) string {
