@@ -26,7 +26,7 @@ func dbFlag(fs *flag.FlagSet) *string {
 }
 
 var baselineRefreshCmd = &command{
-	usage: "baseline refresh -config perf.yaml [-workload NAME] [-runs N] [-db PATH]",
+	usage: "baseline refresh -config perf.yaml [-workload NAME] [-runs N] [-db PATH] [-out DIR]",
 	short: "run a workload N times on this commit and record the runs as baselines (the nightly job)",
 	long: `
 Baseline refresh runs the workload N times (default: perf.yaml's
@@ -39,6 +39,7 @@ compared with.`,
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		runs := fs.Int("runs", 0, "how many runs to record (default: baseline.runs of perf.yaml)")
 		db := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db)")
+		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
 		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			c, err := config.Load(*cfgPath)
@@ -54,7 +55,7 @@ compared with.`,
 				n = c.Baseline.Runs
 			}
 			w.Repeat = n
-			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, record: true, nsys: nsysFlag(*nsysPath)})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, out: *outDir, record: true, nsys: nsysFlag(*nsysPath)})
 			if err != nil {
 				return err
 			}

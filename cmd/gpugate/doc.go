@@ -150,7 +150,7 @@ Run 'gpugate help <command>' for details.
 
 # baseline refresh
 
-	usage: gpugate baseline refresh -config perf.yaml [-workload NAME] [-runs N] [-db PATH]
+	usage: gpugate baseline refresh -config perf.yaml [-workload NAME] [-runs N] [-db PATH] [-out DIR]
 
 	Baseline refresh runs the workload N times (default: perf.yaml's
 	baseline.runs) on the current commit, exactly as gpugate run does, and
@@ -165,6 +165,8 @@ Run 'gpugate help <command>' for details.
 	    	baseline database path (default: perf.yaml's baseline.db)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
+	  -out folder
+	    	artifacts folder (default .gpugate/runs/WORKLOAD/TIME)
 	  -runs int
 	    	how many runs to record (default: baseline.runs of perf.yaml)
 	  -workload string
