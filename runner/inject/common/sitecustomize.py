@@ -1,0 +1,34 @@
+# gpugate's injection into an unmodified Python training job. gpugate puts
+# this folder first on the job's PYTHONPATH (through nsys -e for nsys runs),
+# so Python imports this file at start-up, before the user's script, which is
+# never modified. It chains to the sitecustomize it shadows, then loads
+#   gpugate_torchprof (torch.profiler) when GPUGATE_TORCH_PROFILE=1,
+#   gpugate_nvtx (NVTX ranges for nsys) when GPUGATE_NVTX=1,
+# and does nothing otherwise.
+import importlib.util
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+for _d in sys.path:
+    if not _d or os.path.abspath(_d) == _here:
+        continue
+    _cand = os.path.join(_d, "sitecustomize.py")
+    if os.path.isfile(_cand):
+        try:
+            _spec = importlib.util.spec_from_file_location("_gpugate_chained_sitecustomize", _cand)
+            _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+        except Exception as _e:  # never break the user's job over another hook
+            print(f"[gpugate] chained sitecustomize {_cand} failed: {_e}", file=sys.stderr)
+        break
+
+if os.environ.get("GPUGATE_TORCH_PROFILE") == "1" or os.environ.get("GPUGATE_NVTX") == "1":
+    sys.path.insert(0, _here)
+    if os.environ.get("GPUGATE_TORCH_PROFILE") == "1":
+        import gpugate_torchprof
+
+        gpugate_torchprof.install()
+    if os.environ.get("GPUGATE_NVTX") == "1":
+        import gpugate_nvtx
+
+        gpugate_nvtx.install()
