@@ -194,13 +194,17 @@ func safeDiv(a, b float64) float64 {
 	return a / b
 }
 
-// dataRangeName is the most common data-loader range name, for evidence.
+// dataRangeName is the most common data-loader range name, for evidence,
+// as a code span: names such as __next__ must not read as Markdown.
 func (r *Result) dataRangeName() string {
 	if r.dataName != "" {
-		return r.dataName
+		return code(r.dataName)
 	}
-	return "DataLoader __next__"
+	return "`DataLoader.__next__`"
 }
+
+// code quotes a trace name for text that is also Markdown.
+func code(s string) string { return "`" + strings.ReplaceAll(s, "`", "'") + "`" }
 
 // enclosing returns the innermost host ranges on thread that contain t,
 // innermost first, at most n of them, skipping step ranges.
@@ -234,7 +238,7 @@ func (r *Result) syncCulprits(n int) []string {
 			return
 		}
 		slices.Reverse(chain)
-		count[strings.Join(chain, " > ")]++
+		count[code(strings.Join(chain, " > "))]++
 	}
 	if r.HasGPU {
 		for i := range p.API {
@@ -284,7 +288,7 @@ func (r *Result) topGaps(n int) []string {
 		what := "no host range recorded"
 		if chain := r.enclosing(r.stepThread, (g.Start+g.End)/2, 3); len(chain) > 0 {
 			slices.Reverse(chain)
-			what = "host in " + strings.Join(chain, " > ")
+			what = "host in " + code(strings.Join(chain, " > "))
 		}
 		kind := "host wait"
 		if !g.HostWait {
