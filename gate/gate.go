@@ -210,13 +210,19 @@ func describe(runs []Run) Side {
 // in 372 ms, the others 1075 in 216 ms. From 4 steps the last is left out,
 // from 5 the first too.
 func Trim(steps []analysis.Step) []analysis.Step {
+	lo, hi := trimBounds(len(steps))
+	return steps[lo:hi]
+}
+
+// trimBounds is the range [lo, hi) of n steps that Trim keeps.
+func trimBounds(n int) (lo, hi int) {
 	switch {
-	case len(steps) >= 5:
-		return steps[1 : len(steps)-1]
-	case len(steps) == 4:
-		return steps[:3]
+	case n >= 5:
+		return 1, n - 1
+	case n == 4:
+		return 0, 3
 	}
-	return steps
+	return 0, n
 }
 
 // samples returns per-run samples of m, the steps of all ranks pooled; nil
@@ -229,11 +235,8 @@ func samples(runs []Run, m analysis.Metric) [][]float64 {
 		for _, r := range run {
 			if s := r.Samples(m); s != nil {
 				found = true
-				lo := 0
-				if len(s) >= 5 {
-					lo = 1
-				}
-				xs = append(xs, s[lo:lo+len(Trim(r.Steps))]...)
+				lo, hi := trimBounds(len(s))
+				xs = append(xs, s[lo:hi]...)
 			}
 		}
 		out = append(out, xs)

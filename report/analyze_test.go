@@ -25,6 +25,15 @@ func keys(m map[string]any) []string {
 	return k
 }
 
+// checkKeys compares a JSON object's keys with the documented ones.
+func checkKeys(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("%s keys = %v, want %v", what, got, want)
+	}
+}
+
 // TestAnalysisJSONContract checks that the JSON has exactly the fields that
 // docs/json.md documents, and that the document names each of them.
 func TestAnalysisJSONContract(t *testing.T) {
@@ -45,13 +54,7 @@ func TestAnalysisJSONContract(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what string, got []string, want ...string) {
-		t.Helper()
-		sort.Strings(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s keys = %v, want %v", what, got, want)
-		}
-	}
+	check := func(what string, got []string, want ...string) { t.Helper(); checkKeys(t, what, got, want) }
 	check("document", keys(doc), "profiles", "ranks")
 	prof := doc["profiles"].([]any)[0].(map[string]any)
 	check("profile", keys(prof), "path", "format", "variant", "rank", "world_size", "process", "devices", "has_gpu",

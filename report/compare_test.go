@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -76,13 +75,7 @@ func TestCompareJSONContract(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	check := func(what string, got []string, want ...string) {
-		t.Helper()
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s keys = %v, want %v", what, got, want)
-		}
-	}
+	check := func(what string, got []string, want ...string) { t.Helper(); checkKeys(t, what, got, want) }
 	check("document", keys(doc), "verdict", "baseline", "candidate", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead")
 	if doc["verdict"] != "regression" {
 		t.Errorf("verdict %v", doc["verdict"])

@@ -93,7 +93,7 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	}
 
 	if mode == "comment" {
-		return postResult(ctx, gha, getenv, token, gha.Input("result"))
+		return postResult(ctx, gha, stderr, getenv, token, gha.Input("result"))
 	}
 	if mode != "pr" && mode != "refresh" {
 		return fmt.Errorf("input mode: %q is not pr, refresh or comment", mode)
@@ -170,7 +170,7 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	}
 	wantComment := commentPolicy == "always" || commentPolicy == "on-regression" && rep.Verdict == stats.Regression
 	if pr != 0 && wantComment {
-		if err := comment(ctx, gha, getenv, token, pr, w.Name, md.String()); err != nil {
+		if err := comment(ctx, stderr, getenv, token, pr, w.Name, md.String()); err != nil {
 			if !errors.Is(err, action.ErrReadOnly) {
 				return err
 			}
@@ -208,7 +208,7 @@ func readEvent(getenv func(string) string) (int, string, bool, error) {
 	return action.PullRequest(getenv("GITHUB_EVENT_NAME"), payload)
 }
 
-func comment(ctx context.Context, gha *action.IO, getenv func(string) string, token string, pr int, workload, body string) error {
+func comment(ctx context.Context, log io.Writer, getenv func(string) string, token string, pr int, workload, body string) error {
 	if token == "" {
 		return fmt.Errorf("%w: no github-token input", action.ErrReadOnly)
 	}
@@ -224,7 +224,7 @@ func comment(ctx context.Context, gha *action.IO, getenv func(string) string, to
 	if created {
 		verb = "created"
 	}
-	fmt.Fprintf(os.Stderr, "gpugate: %s comment %d on pull request #%d\n", verb, id, pr)
+	fmt.Fprintf(log, "gpugate: %s comment %d on pull request #%d\n", verb, id, pr)
 	return nil
 }
 
@@ -242,7 +242,7 @@ func readOnly(gha *action.IO, fork bool) {
 }
 
 // postResult is comment mode: post a result made by a pr-mode run.
-func postResult(ctx context.Context, gha *action.IO, getenv func(string) string, token, path string) error {
+func postResult(ctx context.Context, gha *action.IO, log io.Writer, getenv func(string) string, token, path string) error {
 	if path == "" {
 		return errors.New("mode comment needs the result input: the gpugate-result.json of the pr run")
 	}
@@ -263,7 +263,7 @@ func postResult(ctx context.Context, gha *action.IO, getenv func(string) string,
 		r.Comment = action.Marker(r.Workload) + "\n" + r.Comment
 	}
 	gha.Summary(r.Comment)
-	return comment(ctx, gha, getenv, token, r.PR, r.Workload, r.Comment)
+	return comment(ctx, log, getenv, token, r.PR, r.Workload, r.Comment)
 }
 
 func describeFingerprint(oc *outcome) string {

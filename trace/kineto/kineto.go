@@ -115,12 +115,9 @@ type parser struct {
 
 	copyInfo map[trace.Name]copyInfo
 
-	sawEvents        bool
-	legacy, noCat    int
-	cpuFunctions     int
-	gpuUserAnnot     int
-	hasDeviceProps   bool
-	distributedFound bool
+	sawEvents     bool
+	legacy, noCat int
+	cpuFunctions  int
 
 	// file and size are set when the input is a plain file that can be
 	// read at any offset, which allows parsing events in parallel.
@@ -463,8 +460,6 @@ func (p *parser) add() {
 			p.cpuFunctions++
 		}
 		p.addRange(start, end)
-	case "gpu_user_annotation":
-		p.gpuUserAnnot++
 	}
 	if string(e.cat) == "Kernel" || string(e.cat) == "Runtime" {
 		p.legacy++
@@ -575,7 +570,6 @@ func (p *parser) deviceProperties() error {
 	if c != '[' {
 		return s.skipValue()
 	}
-	p.hasDeviceProps = true
 	more, err := s.openArray()
 	for ; more && err == nil; more, err = s.comma(']') {
 		var d trace.Device
@@ -644,7 +638,6 @@ func (p *parser) distributedInfo() error {
 			var n int64
 			n, err = p.intValue()
 			p.p.Rank = int(n)
-			p.distributedFound = true
 		case 1: // world_size
 			var n int64
 			n, err = p.intValue()

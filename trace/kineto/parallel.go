@@ -206,5 +206,4 @@ func (p *parser) merge(o *parser) {
 	p.legacy += o.legacy
 	p.noCat += o.noCat
 	p.cpuFunctions += o.cpuFunctions
-	p.gpuUserAnnot += o.gpuUserAnnot
 }
