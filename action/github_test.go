@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"gpugate/internal/ghfake"
+	"github.com/gpugate/gpugate/internal/ghfake"
 )
 
 func client(t *testing.T, s *ghfake.Server, slept *[]time.Duration) *Client {

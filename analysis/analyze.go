@@ -20,7 +20,7 @@ import (
 	"slices"
 	"strings"
 
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // Default patterns.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"gpugate/internal/testdb"
-	"gpugate/trace/kineto"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/trace/kineto"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 // The hand-made 2022.4-schema export trace/nsys/testdata/two-process-2022.4.sql;

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"testing"
 
-	"gpugate/internal/benchgen"
-	"gpugate/internal/fixtures"
-	"gpugate/trace/kineto"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/internal/benchgen"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/trace/kineto"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 // benchFile returns a generated input, made once and kept in

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // Finding is one diagnosis of why steps are slow: what the trace shows, in

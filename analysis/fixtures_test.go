@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/internal/fixtures"
-	"gpugate/trace/kineto"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/trace/kineto"
 )
 
 const resnet = "kineto/kineto-tbplugin-resnet50-v100-legacy/"

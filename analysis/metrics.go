@@ -3,8 +3,8 @@ package analysis
 import (
 	"slices"
 
-	"gpugate/stats"
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/stats"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // Better says which direction of change is an improvement.

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"gpugate/analysis"
-	"gpugate/baseline"
-	"gpugate/internal/testdb"
-	"gpugate/report"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 // TestMain lets the test binary act as a separate process that records

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"gpugate/analysis"
-	"gpugate/stats"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/stats"
 )
 
 // Run is one execution of the workload: the analyses of its ranks.

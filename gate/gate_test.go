@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"gpugate/analysis"
-	"gpugate/internal/fixtures"
-	"gpugate/stats"
-	"gpugate/trace/kineto"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/stats"
+	"github.com/gpugate/gpugate/trace/kineto"
 )
 
 const resnet = "kineto/kineto-tbplugin-resnet50-v100-legacy/"

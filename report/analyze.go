@@ -12,8 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpugate/analysis"
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // Analysis is the JSON document of `gpugate analyze --format json`. Its

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/analysis"
-	"gpugate/internal/testdb"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 func keys(m map[string]any) []string {

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"gpugate/analysis"
-	"gpugate/gate"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 )
 
 // CommentInfo is what a PR comment says besides the comparison.

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gpugate/gate"
-	"gpugate/stats"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/stats"
 )
 
 // WriteCompareJSON writes a comparison as the JSON contract of docs/json.md.

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/analysis"
-	"gpugate/gate"
-	"gpugate/internal/fixtures"
-	"gpugate/trace/kineto"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/trace/kineto"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/action"
-	"gpugate/internal/ghfake"
+	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/internal/ghfake"
 )
 
 // TestActionUnderAct runs the real action.yml with nektos/act in host mode

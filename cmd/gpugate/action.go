@@ -14,10 +14,10 @@ import (
 	"strconv"
 	"strings"
 
-	"gpugate/action"
-	"gpugate/config"
-	"gpugate/report"
-	"gpugate/stats"
+	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/stats"
 )
 
 var actionCmd = &command{

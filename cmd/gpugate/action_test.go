@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/action"
-	"gpugate/internal/fixtures"
-	"gpugate/internal/ghfake"
+	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/internal/ghfake"
 )
 
 // fakeJobConfig writes a perf.yaml whose job "trains" by copying a real

@@ -10,10 +10,10 @@ import (
 	"runtime"
 	"sync"
 
-	"gpugate/analysis"
-	"gpugate/report"
-	"gpugate/trace"
-	"gpugate/trace/load"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/trace"
+	"github.com/gpugate/gpugate/trace/load"
 )
 
 var analyzeCmd = &command{

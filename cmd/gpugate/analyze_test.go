@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/internal/fixtures"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gpugate/analysis"
-	"gpugate/baseline"
-	"gpugate/config"
-	"gpugate/report"
-	"gpugate/runner"
-	"gpugate/stats"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/stats"
 )
 
 const defaultDB = ".gpugate/baseline.db"

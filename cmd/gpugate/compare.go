@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"gpugate/analysis"
-	"gpugate/gate"
-	"gpugate/report"
-	"gpugate/stats"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/stats"
 )
 
 // listFlag collects a repeated flag.

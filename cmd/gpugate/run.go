@@ -15,15 +15,15 @@ import (
 	"strings"
 	"time"
 
-	"gpugate/analysis"
-	"gpugate/baseline"
-	"gpugate/config"
-	"gpugate/gate"
-	"gpugate/report"
-	"gpugate/runner"
-	"gpugate/stats"
-	"gpugate/trace/load"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/stats"
+	"github.com/gpugate/gpugate/trace/load"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 var configCheckCmd = &command{

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 // timing serializes the scripts that measure real runs.

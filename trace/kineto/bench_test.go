@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/internal/fixtures"
 )
 
 // BenchmarkDecoders compares decoding candidates on one real trace held in

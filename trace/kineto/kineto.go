@@ -19,7 +19,7 @@ import (
 	"os"
 	"strings"
 
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // ReadFile reads the trace at path; gzip is detected from the content. A

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/internal/fixtures"
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // want holds counts from ../shared/fixtures/PROVENANCE.md, which the fixture

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // Parallel parsing of large, uncompressed traces.

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"gpugate/internal/benchgen"
-	"gpugate/internal/fixtures"
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/internal/benchgen"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // TestParallelEqualsSequential parses a 51 MB trace (two copies of a real

@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gpugate/trace"
-	"gpugate/trace/kineto"
-	"gpugate/trace/nsys"
+	"github.com/gpugate/gpugate/trace"
+	"github.com/gpugate/gpugate/trace/kineto"
+	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 // Options configure loading.

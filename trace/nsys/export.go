@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // KnownPaths are where Nsight Systems' CLI is found when it is not on PATH:

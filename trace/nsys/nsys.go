@@ -25,8 +25,8 @@ import (
 
 	_ "modernc.org/sqlite" // the driver, pure Go
 
-	"gpugate/internal/sqlitescan"
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/internal/sqlitescan"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // IsSQLite reports whether the file starts with the SQLite header.

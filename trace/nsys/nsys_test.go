@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"gpugate/internal/fixtures"
-	"gpugate/internal/testdb"
-	"gpugate/trace"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/trace"
 )
 
 type agg struct{ count, total int64 }
