@@ -21,6 +21,12 @@ const (
 	Regression   Verdict = "regression"
 	Improvement  Verdict = "improvement"
 	Inconclusive Verdict = "inconclusive"
+	// NoBaseline: nothing matching was stored to compare with. A stated
+	// outcome, never a silent pass (perf.yaml baseline.on_missing decides
+	// its exit status).
+	NoBaseline Verdict = "no-baseline"
+	// Accepted: a regression that a PR label declared intended.
+	Accepted Verdict = "accepted"
 )
 
 // Spec says how to judge one metric.
