@@ -263,3 +263,6 @@ func (s *Store) Baselines(ctx context.Context, workload, branch string, k int) (
 	return s.query(ctx, `SELECT `+runColumns+` FROM runs WHERE workload = ? AND branch = ? AND kind = 'baseline'
 		ORDER BY created_at DESC, id DESC LIMIT ?`, workload, branch, k)
 }
+
+// Name is the store's path, for messages.
+func (s *Store) Name() string { return s.path }

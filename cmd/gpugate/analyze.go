@@ -7,10 +7,9 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"runtime"
-	"sync"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace"
 	"github.com/gpugate/gpugate/trace/load"
@@ -105,27 +104,7 @@ func nsysFlag(v string) string {
 // analyzeFiles loads every file (an nsys export can hold several ranks) and
 // analyzes each profile.
 func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
-	var profiles []*trace.Profile
-	for _, path := range paths {
-		ps, err := load.File(ctx, path, lo)
-		if err != nil {
-			return nil, fmt.Errorf("read trace %w", prefixPath(err, path))
-		}
-		profiles = append(profiles, ps...)
-	}
-	// Ranks are independent: analyze them on all cores.
-	results := make([]*analysis.Result, len(profiles))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, p := range profiles {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			results[i] = analysis.Analyze(p, opt)
-		})
-	}
-	wg.Wait()
-	return results, nil
+	return pipeline.AnalyzeFiles(ctx, paths, opt, lo)
 }
 
 // prefixPath makes sure an error names the file exactly once.

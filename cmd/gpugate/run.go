@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,19 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
-	"github.com/gpugate/gpugate/analysis"
-	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
-	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
-	"github.com/gpugate/gpugate/trace/load"
-	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 var configCheckCmd = &command{
@@ -112,17 +105,7 @@ type runOptions struct {
 }
 
 // outcome is what a run of a workload produced.
-type outcome struct {
-	Workload    string
-	Report      *gate.Report
-	Base, Cand  []gate.Run
-	Fingerprint runner.Fingerprint
-	// Baseline describes what was compared with, for people.
-	Baseline string
-	// Err is set when the outcome is not a verdict (fingerprint mismatch
-	// under lenient settings): the report says why, the exit status is 2.
-	Err error
-}
+type outcome = pipeline.Outcome
 
 // finish renders an outcome and maps its verdict to the exit status.
 func finish(stdout io.Writer, format string, oc *outcome) error {
@@ -168,202 +151,17 @@ func gitInfo(ctx context.Context, dir string) (branch, commit string) {
 	return branch, commit
 }
 
+// pipelineOptions fills in what the environment says: branch, commit,
+// version.
+func pipelineOptions(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) pipeline.Options {
+	branch, commit := gitInfo(ctx, filepath.Dir(c.File))
+	return pipeline.Options{Config: c, Workload: w, Out: o.out, DB: o.db, Record: o.record, Nsys: o.nsys,
+		Branch: branch, Commit: commit, Version: version(), Stdout: stdout, Log: stderr}
+}
+
+// runWorkload runs the whole pipeline for a workload; see pipeline.Run.
 func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) (*outcome, error) {
-	profiler := w.Profiler
-	gpu := runner.HasGPU(ctx)
-	nsysBin := ""
-	if p, err := nsys.FindCLI(o.nsys); err == nil {
-		nsysBin = p
-	}
-	if profiler == "auto" {
-		profiler = runner.Torch
-		if gpu && nsysBin != "" {
-			profiler = runner.Nsys
-		}
-	}
-	if profiler == runner.Nsys && nsysBin == "" {
-		return nil, fmt.Errorf("workload %s: profiler nsys, but nsys is not installed (scripts/setup-profilers.sh installs it; or set -nsys)", w.Name)
-	}
-	dir := filepath.Dir(c.File)
-	workdir := w.Workdir
-	if workdir == "" {
-		workdir = "."
-	}
-	if !filepath.IsAbs(workdir) {
-		workdir = filepath.Join(dir, workdir)
-	}
-	out := o.out
-	if out == "" {
-		out = filepath.Join(".gpugate", "runs", w.Name, time.Now().UTC().Format("20060102T150405Z"))
-	}
-	var stepLog *regexp.Regexp
-	if w.StepLog != "" {
-		stepLog = regexp.MustCompile(w.StepLog) // validated by config
-	}
-	aopt := analysis.Options{}
-	if w.StepPattern != "" {
-		aopt.StepPattern = regexp.MustCompile(w.StepPattern)
-	}
-	if w.DataPattern != "" {
-		aopt.DataPattern = regexp.MustCompile(w.DataPattern)
-	}
-	if profiler == runner.Nsys {
-		// NVTX marks every step of the run; torch.profiler's schedule
-		// already leaves out the warm-up.
-		aopt.FirstStep, aopt.MaxSteps = w.WarmupSteps, w.MeasureSteps
-	}
-	python := ""
-	if args := w.Command.Args(); len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "python") {
-		python = args[0]
-	}
-	fp := runner.TakeFingerprint(ctx, python, nsysBin, profiler)
-	fmt.Fprintf(stderr, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, profiler, fp.CPU, fp.GPUCount, fp.GPU, out)
-
-	var cand []gate.Run
-	var docs [][]byte
-	var profiledSteps []float64
-	for i := 1; i <= w.Repeat; i++ {
-		runOut := out
-		if w.Repeat > 1 {
-			runOut = filepath.Join(out, fmt.Sprintf("run%d", i))
-		}
-		res, err := runner.Run(ctx, runner.Job{
-			Name: w.Name, Args: w.Command.Args(), Dir: workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
-			Profiler: profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: runOut,
-			NsysPath: nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: gpu, StepLog: stepLog, Output: stderr,
-		})
-		if err != nil {
-			return nil, err
-		}
-		profiledSteps = append(profiledSteps, res.StepTimes...)
-		if profiler == runner.None {
-			if len(res.StepTimes) == 0 {
-				return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
-			}
-			fmt.Fprintf(stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(res.StepTimes), analysis.Summarize(res.StepTimes).Median)
-			continue
-		}
-		results, err := analyzeFiles(ctx, res.Traces, aopt, load.Options{Nsys: nsysBin})
-		if err != nil {
-			return nil, err
-		}
-		doc := report.NewAnalysis(results)
-		var buf bytes.Buffer
-		if err := doc.WriteJSON(&buf); err != nil {
-			return nil, err
-		}
-		os.WriteFile(filepath.Join(runOut, "analysis.json"), buf.Bytes(), 0o644)
-		docs = append(docs, buf.Bytes())
-		cand = append(cand, results)
-		fmt.Fprintf(stderr, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(results[0].Steps), res.Duration.Seconds())
-	}
-	if profiler == runner.None {
-		return &outcome{Workload: w.Name, Fingerprint: fp, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
-	}
-	var overhead *gate.Overhead
-	if stepLog != nil && len(profiledSteps) > 0 {
-		// The unprofiled timing pass: the same job, the same environment,
-		// no profiler; the job's own log gives both sides' step times.
-		res, err := runner.Run(ctx, runner.Job{
-			Name: w.Name + "-unprofiled", Args: w.Command.Args(), Dir: workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
-			Profiler: runner.None, Out: filepath.Join(out, "unprofiled"), StepLog: stepLog, Output: stderr,
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(res.StepTimes) > 0 {
-			p, u := analysis.Summarize(profiledSteps).Median, analysis.Summarize(res.StepTimes).Median
-			overhead = &gate.Overhead{ProfiledMs: p, UnprofiledMs: u, Ratio: p / u}
-			fmt.Fprintf(stderr, "gpugate: profiling overhead ×%.2f: median step %.2f ms profiled, %.2f ms unprofiled (from the job's log)\n", overhead.Ratio, p, u)
-		}
-	}
-
-	dbPath := o.db
-	if dbPath == "" {
-		dbPath = c.Baseline.DB
-	}
-	store, err := baseline.Open(ctx, dbPath)
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
-	branch, commit := gitInfo(ctx, dir)
-	if branch == "" || branch == "HEAD" {
-		branch = c.Baseline.Branch
-	}
-	fpJSON, _ := json.Marshal(fp)
-	kind := "candidate"
-	if o.record {
-		kind = "baseline"
-	}
-	for _, d := range docs {
-		if _, err := store.Record(ctx, baseline.Run{Workload: w.Name, Branch: branch, Commit: commit, Kind: kind, Profiler: profiler,
-			FingerprintHash: fp.Hash(), Fingerprint: fpJSON, Version: version(), Analysis: d}); err != nil {
-			return nil, err
-		}
-	}
-	if o.record {
-		fmt.Fprintf(stderr, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(docs), w.Name, branch, dbPath)
-		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
-		rep.Overhead = overhead
-		return &outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: fp, Baseline: "recorded as baseline of " + branch}, nil
-	}
-
-	stored, err := store.Baselines(ctx, w.Name, c.Baseline.Branch, c.Baseline.Runs)
-	if err != nil {
-		return nil, err
-	}
-	var base []gate.Run
-	var mismatch, commits []string
-	var newest time.Time
-	for _, s := range stored {
-		if s.FingerprintHash != fp.Hash() {
-			var other runner.Fingerprint
-			json.Unmarshal(s.Fingerprint, &other)
-			mismatch = other.Diff(fp)
-			continue
-		}
-		var doc report.Analysis
-		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
-			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, dbPath, err)
-		}
-		base = append(base, doc.Results())
-		commits = append(commits, short(s.Commit))
-		if s.Created.After(newest) {
-			newest = s.Created
-		}
-	}
-	if len(base) == 0 {
-		if len(stored) > 0 {
-			msg := fmt.Sprintf("no baseline of %s on %s matches this machine's fingerprint; differences: %s (record a baseline here with -record-baseline)", w.Name, c.Baseline.Branch, strings.Join(mismatch, "; "))
-			if !c.Baseline.Lenient {
-				return nil, errors.New(msg)
-			}
-			rep := gate.NoBaseline(cand, msg)
-			rep.Verdict = stats.Inconclusive
-			return &outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: fp, Baseline: "none matching", Err: errors.New(msg)}, nil
-		}
-		rep := gate.NoBaseline(cand, fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with (record one with gpugate run -record-baseline on %s)", w.Name, c.Baseline.Branch, dbPath, c.Baseline.Branch))
-		rep.Overhead = overhead
-		return &outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: fp, Baseline: "none yet"}, nil
-	}
-	allow := map[string]float64{}
-	for k, v := range c.Allowances {
-		m, ok := analysis.MetricByName(k)
-		if !ok {
-			return nil, fmt.Errorf("%s: allowances: unknown metric %q", c.File, k)
-		}
-		allow[m.Name] = float64(v)
-	}
-	rep := gate.Compare(base, cand, gate.Options{Allowances: allow})
-	rep.Overhead = overhead
-	rep.Baseline.Newest = newest.UTC().Format(time.RFC3339)
-	if age := time.Since(newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
-			age.Round(time.Hour), time.Duration(c.Baseline.MaxAge), c.Baseline.Branch))
-	}
-	desc := fmt.Sprintf("%s@%s, %d run(s), newest %s", c.Baseline.Branch, strings.Join(commits, ","), len(base), newest.UTC().Format("2006-01-02 15:04 UTC"))
-	return &outcome{Workload: w.Name, Report: rep, Base: base, Cand: cand, Fingerprint: fp, Baseline: desc}, nil
+	return pipeline.Run(ctx, pipelineOptions(ctx, stdout, stderr, c, w, o))
 }
 
 // render prints a run's report; without a baseline the text form shows the

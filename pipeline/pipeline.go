@@ -1,0 +1,293 @@
+// Package pipeline is what gpugate run, ab, action and baseline refresh
+// share: run the workload under its profiler and analyze it (Execute), pick
+// the baseline runs it is compared with (SelectBaseline), compare (Compare)
+// and store the runs (Record). Run does all of it in order. The commands
+// keep their flags and exit codes; everything between lives here, so that
+// each step can be tested without a command line.
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/trace"
+	"github.com/gpugate/gpugate/trace/load"
+	"github.com/gpugate/gpugate/trace/nsys"
+)
+
+// Options configure a pipeline run.
+type Options struct {
+	Config   *config.Config
+	Workload *config.Workload
+	// Out is the artifacts folder; default .gpugate/runs/WORKLOAD/TIME.
+	Out string
+	// DB is the baseline store; default Config.Baseline.DB.
+	DB string
+	// Record stores the runs as baselines of Branch instead of comparing.
+	Record bool
+	// Nsys is the nsys binary ("" finds it on PATH).
+	Nsys string
+	// Dir overrides the folder the workload runs in (the workdir of the
+	// config is relative to it); default the config file's folder. A/B
+	// mode runs the base side in a worktree this way.
+	Dir string
+	// Branch and Commit describe the code that runs; Commit "" asks git
+	// in Dir, Branch "" or "HEAD" means Config.Baseline.Branch.
+	Branch, Commit string
+	// Version is gpugate's version, stored with each run.
+	Version string
+	// Stdout gets the short results of unprofiled runs; Log gets progress
+	// and the job's output. Nil discards.
+	Stdout, Log io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.DB == "" {
+		o.DB = o.Config.Baseline.DB
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Dir(o.Config.File)
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join(".gpugate", "runs", o.Workload.Name, time.Now().UTC().Format("20060102T150405Z"))
+	}
+}
+
+// Outcome is what a pipeline run produced.
+type Outcome struct {
+	Workload    string
+	Report      *gate.Report
+	Base, Cand  []gate.Run
+	Fingerprint runner.Fingerprint
+	// Baseline describes what was compared with, for people.
+	Baseline string
+	// Err is set when the outcome is not a verdict (fingerprint mismatch
+	// under lenient settings): the report says why, the exit status is 2.
+	Err error
+}
+
+// Execution is the runs of a workload, analyzed.
+type Execution struct {
+	Workload    string
+	Profiler    string
+	Fingerprint runner.Fingerprint
+	// Runs are the analyzed runs and Docs their analyze JSON, in order.
+	Runs []gate.Run
+	Docs [][]byte
+	// Overhead is the unprofiled timing pass's measure of the profiler's
+	// cost; nil without step_log.
+	Overhead *gate.Overhead
+	// StepTimes are the job's own logged step times (ms) over all runs.
+	StepTimes []float64
+}
+
+// Plan is a workload made ready to run: profiler resolved, fingerprint
+// taken. RunOnce runs it; Execute runs it Repeat times.
+type Plan struct {
+	o        Options
+	Profiler string
+	FP       runner.Fingerprint
+	gpu      bool
+	nsysBin  string
+	workdir  string
+	stepLog  *regexp.Regexp
+	aopt     analysis.Options
+}
+
+// Prepare resolves the workload's profiler and takes the machine's
+// fingerprint.
+func Prepare(ctx context.Context, o Options) (*Plan, error) {
+	o.defaults()
+	w := o.Workload
+	p := &Plan{o: o, Profiler: w.Profiler, gpu: runner.HasGPU(ctx)}
+	if b, err := nsys.FindCLI(o.Nsys); err == nil {
+		p.nsysBin = b
+	}
+	if p.Profiler == "auto" {
+		p.Profiler = runner.Torch
+		if p.gpu && p.nsysBin != "" {
+			p.Profiler = runner.Nsys
+		}
+	}
+	if p.Profiler == runner.Nsys && p.nsysBin == "" {
+		return nil, fmt.Errorf("workload %s: profiler nsys, but nsys is not installed (scripts/setup-profilers.sh installs it; or set -nsys)", w.Name)
+	}
+	p.workdir = w.Workdir
+	if p.workdir == "" {
+		p.workdir = "."
+	}
+	if !filepath.IsAbs(p.workdir) {
+		p.workdir = filepath.Join(o.Dir, p.workdir)
+	}
+	if w.StepLog != "" {
+		p.stepLog = regexp.MustCompile(w.StepLog) // validated by config
+	}
+	if w.StepPattern != "" {
+		p.aopt.StepPattern = regexp.MustCompile(w.StepPattern)
+	}
+	if w.DataPattern != "" {
+		p.aopt.DataPattern = regexp.MustCompile(w.DataPattern)
+	}
+	if p.Profiler == runner.Nsys {
+		// NVTX marks every step of the run; torch.profiler's schedule
+		// already leaves out the warm-up.
+		p.aopt.FirstStep, p.aopt.MaxSteps = w.WarmupSteps, w.MeasureSteps
+	}
+	python := ""
+	if args := w.Command.Args(); len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "python") {
+		python = args[0]
+	}
+	p.FP = runner.TakeFingerprint(ctx, python, p.nsysBin, p.Profiler)
+	return p, nil
+}
+
+// Once is one run of a plan.
+type Once struct {
+	Run       gate.Run // nil for profiler none
+	Doc       []byte   // analyze JSON; nil for profiler none
+	StepTimes []float64
+	Duration  time.Duration
+}
+
+// RunOnce runs the job once, its artifacts in out, and analyzes its traces.
+func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
+	w := p.o.Workload
+	res, err := runner.Run(ctx, runner.Job{
+		Name: w.Name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
+		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
+		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration}
+	if p.Profiler == runner.None {
+		if len(res.StepTimes) == 0 {
+			return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
+		}
+		return once, nil
+	}
+	results, err := AnalyzeFiles(ctx, res.Traces, p.aopt, load.Options{Nsys: p.nsysBin})
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := report.NewAnalysis(results).WriteJSON(&buf); err != nil {
+		return nil, err
+	}
+	os.WriteFile(filepath.Join(out, "analysis.json"), buf.Bytes(), 0o644)
+	once.Run, once.Doc = results, buf.Bytes()
+	return once, nil
+}
+
+// Execute runs the workload Repeat times (and once more unprofiled when it
+// has a step_log) and analyzes every run.
+func Execute(ctx context.Context, o Options) (*Execution, error) {
+	p, err := Prepare(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return p.Execute(ctx)
+}
+
+// Execute runs the plan Repeat times; see the package function.
+func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
+	o, w := p.o, p.o.Workload
+	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, p.FP.CPU, p.FP.GPUCount, p.FP.GPU, o.Out)
+	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP}
+	for i := 1; i <= w.Repeat; i++ {
+		runOut := o.Out
+		if w.Repeat > 1 {
+			runOut = filepath.Join(o.Out, fmt.Sprintf("run%d", i))
+		}
+		once, err := p.RunOnce(ctx, runOut)
+		if err != nil {
+			return nil, err
+		}
+		ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
+		if once.Run == nil {
+			fmt.Fprintf(o.Stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(once.StepTimes), analysis.Summarize(once.StepTimes).Median)
+			continue
+		}
+		ex.Runs = append(ex.Runs, once.Run)
+		ex.Docs = append(ex.Docs, once.Doc)
+		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds())
+	}
+	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {
+		return ex, nil
+	}
+	// The unprofiled timing pass: the same job, the same environment, no
+	// profiler; the job's own log gives both sides' step times.
+	res, err := runner.Run(ctx, runner.Job{
+		Name: w.Name + "-unprofiled", Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
+		Profiler: runner.None, Out: filepath.Join(o.Out, "unprofiled"), StepLog: p.stepLog, Output: o.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.StepTimes) > 0 {
+		pm, um := analysis.Summarize(ex.StepTimes).Median, analysis.Summarize(res.StepTimes).Median
+		ex.Overhead = &gate.Overhead{ProfiledMs: pm, UnprofiledMs: um, Ratio: pm / um}
+		fmt.Fprintf(o.Log, "gpugate: profiling overhead ×%.2f: median step %.2f ms profiled, %.2f ms unprofiled (from the job's log)\n", ex.Overhead.Ratio, pm, um)
+	}
+	return ex, nil
+}
+
+// AnalyzeFiles reads the traces (the ranks of one run) and analyzes each
+// profile in them, on all cores.
+func AnalyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
+	var profiles []*trace.Profile
+	for _, path := range paths {
+		ps, err := load.File(ctx, path, lo)
+		if err != nil {
+			return nil, fmt.Errorf("read trace %w", prefixPath(err, path))
+		}
+		profiles = append(profiles, ps...)
+	}
+	results := make([]*analysis.Result, len(profiles))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, p := range profiles {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i] = analysis.Analyze(p, opt)
+		})
+	}
+	wg.Wait()
+	return results, nil
+}
+
+// prefixPath makes sure an error names the file exactly once.
+func prefixPath(err error, path string) error {
+	if _, ok := err.(*trace.SyntaxError); ok {
+		return err
+	}
+	if os.IsNotExist(err) {
+		return fmt.Errorf("%s: no such file", path)
+	}
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %v", path, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
