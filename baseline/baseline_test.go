@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/internal/pgtest"
 	"github.com/gpugate/gpugate/internal/testdb"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace/nsys"
@@ -25,7 +27,8 @@ import (
 // runs: GPUGATE_BASELINE_CHILD=DB:N records N runs (N < 0: forever).
 func TestMain(m *testing.M) {
 	if spec := os.Getenv("GPUGATE_BASELINE_CHILD"); spec != "" {
-		db, n, _ := strings.Cut(spec, ":")
+		i := strings.LastIndex(spec, ":")
+		db, n := spec[:i], spec[i+1:]
 		count, _ := strconv.Atoi(n)
 		doc, _ := os.ReadFile(os.Getenv("GPUGATE_BASELINE_DOC"))
 		s, err := baseline.Open(context.Background(), db)
@@ -42,7 +45,9 @@ func TestMain(m *testing.M) {
 		s.Close()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 func run(doc []byte, commit string) baseline.Run {
@@ -67,18 +72,50 @@ func doc(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func count(t *testing.T, path, table string) int {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
+// backend is one kind of store the tests run against.
+type backend struct {
+	name string
+	// new returns the target of a new, empty store.
+	new func(t *testing.T) string
+	// raw opens a store's tables directly.
+	raw func(t *testing.T, target string) *sql.DB
+}
+
+// backends are SQLite and PostgreSQL: every store test runs on both.
+var backends = []backend{
+	{"sqlite",
+		func(t *testing.T) string { return filepath.Join(t.TempDir(), "b.db") },
+		func(t *testing.T, target string) *sql.DB {
+			db, err := sql.Open("sqlite", target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		}},
+	{"postgres",
+		func(t *testing.T) string { return pgtest.DB(t) },
+		func(t *testing.T, target string) *sql.DB { return pgtest.Super(t, pgtest.Name(target)) }},
+}
+
+func each(t *testing.T, f func(t *testing.T, be backend)) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) { f(t, be) })
 	}
-	defer db.Close()
+}
+
+func countIn(t *testing.T, be backend, target, table string) int {
+	t.Helper()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
+	if err := be.raw(t, target).QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+func count(t *testing.T, path, table string) int {
+	t.Helper()
+	return countIn(t, backends[0], path, table)
 }
 
 func integrity(t *testing.T, path string) {
@@ -92,28 +129,104 @@ func integrity(t *testing.T, path string) {
 }
 
 func TestRecordDerives(t *testing.T) {
+	each(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		target := be.new(t)
+		s, err := baseline.Open(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Record(ctx, run(doc(t), "c1")); err != nil {
+			t.Fatal(err)
+		}
+		pts, err := s.Series(ctx, "w", "main", "abc", "step_time_ns")
+		s.Close()
+		if err != nil || len(pts) != 1 || pts[0].N != 3 {
+			t.Fatalf("series %+v, %v: want one run with 3 step samples (2 + 1 steps over two ranks)", pts, err)
+		}
+		// The two ranks' step times are 4500, 3000 and 3000 ns (analysis tests).
+		if pts[0].Median != 3000 {
+			t.Errorf("median step time %v, want 3000", pts[0].Median)
+		}
+		// Rank 0 ran gemm_kernel and an NCCL kernel, rank 1 gemm_kernel.
+		if n := countIn(t, be, target, "kernels"); n != 3 {
+			t.Errorf("%d kernel rows, want 3", n)
+		}
+	})
+}
+
+// Every per-step metric of the analysis is stored, copies included, and
+// the values are the document's.
+func TestRecordStoresEveryMetric(t *testing.T) {
 	ctx := context.Background()
+	d := doc(t)
+	var a struct {
+		Profiles []struct {
+			Steps []map[string]any `json:"steps"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(d, &a); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "b.db")
-	s, err := baseline.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Record(ctx, run(doc(t), "c1")); err != nil {
-		t.Fatal(err)
-	}
-	pts, err := s.Series(ctx, "w", "main", "step_time_ns")
+	s, _ := baseline.Open(ctx, path)
+	s.Record(ctx, run(d, "c1"))
 	s.Close()
-	if err != nil || len(pts) != 1 || pts[0].N != 3 {
-		t.Fatalf("series %+v, %v: want one run with 3 step samples (2 + 1 steps over two ranks)", pts, err)
+	for _, m := range analysis.Metrics {
+		name, _ := baseline.SampleName(m.Name, m.Unit)
+		want := 0
+		for _, p := range a.Profiles {
+			for _, st := range p.Steps {
+				if st["gpu_busy_ns"] != nil || !m.GPU {
+					want++
+				}
+			}
+		}
+		var n int
+		backends[0].raw(t, path).QueryRow(`SELECT count(*) FROM samples WHERE metric = ?`, name).Scan(&n)
+		if n != want {
+			t.Errorf("metric %s (stored as %s): %d samples, want %d", m.Name, name, n, want)
+		}
 	}
-	// The two ranks' step times are 4500, 3000 and 3000 ns (analysis tests).
-	if pts[0].Median != 3000 {
-		t.Errorf("median step time %v, want 3000", pts[0].Median)
+	// The first step's host-to-device copies, by hand from the document.
+	h2d := a.Profiles[0].Steps[0]["memcpy"].(map[string]any)["h2d"].(map[string]any)
+	var got float64
+	backends[0].raw(t, path).QueryRow(`SELECT value FROM samples WHERE metric = 'memcpy_h2d_bytes' AND rank = 0 AND step = 0`).Scan(&got)
+	if got != h2d["bytes"].(float64) {
+		t.Errorf("memcpy_h2d_bytes of step 0 = %v, want %v", got, h2d["bytes"])
 	}
-	// Rank 0 ran gemm_kernel and an NCCL kernel, rank 1 gemm_kernel.
-	if n := count(t, path, "kernels"); n != 3 {
-		t.Errorf("%d kernel rows, want 3", n)
-	}
+}
+
+// One run of this machine's fingerprint and five newer runs of another:
+// the matching run is the baseline.
+func TestBaselinesByFingerprint(t *testing.T) {
+	each(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s, err := baseline.Open(ctx, be.new(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		d := doc(t)
+		old := run(d, "match")
+		old.Created = time.Now().Add(-time.Hour)
+		if _, err := s.Record(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			r := run(d, fmt.Sprint("other", i))
+			r.FingerprintHash, r.Fingerprint = "def", []byte(`{"gpu":"V100"}`)
+			s.Record(ctx, r)
+		}
+		got, err := s.Baselines(ctx, "w", "main", "abc", 5)
+		if err != nil || len(got) != 1 || got[0].Commit != "match" {
+			t.Fatalf("Baselines(abc, 5) = %d runs %v, want the one matching run", len(got), err)
+		}
+		n, _ := s.Newest(ctx, "w", "main")
+		if n == nil || n.FingerprintHash != "def" {
+			t.Errorf("Newest = %+v, want a def run", n)
+		}
+	})
 }
 
 func TestMigrations(t *testing.T) {
@@ -147,7 +260,7 @@ func TestMigrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, err := s.Series(ctx, "w", "main", "step_time_ns")
+	pts, err := s.Series(ctx, "w", "main", "abc", "step_time_ns")
 	s.Close()
 	if err != nil || len(pts) != 1 || pts[0].RunID != 7 || pts[0].N != 3 {
 		t.Errorf("after migration from version 1: %+v, %v", pts, err)
@@ -157,17 +270,16 @@ func TestMigrations(t *testing.T) {
 		var v int
 		db.QueryRow(`PRAGMA user_version`).Scan(&v)
 		db.Close()
-		if v != 2 {
-			t.Errorf("%s: user_version %d, want 2", filepath.Base(p), v)
+		if v != 3 {
+			t.Errorf("%s: user_version %d, want 3", filepath.Base(p), v)
 		}
 		integrity(t, p)
 	}
 }
 
-func dump(t *testing.T, path string) string {
+func dump(t *testing.T, be backend, target string) string {
 	t.Helper()
-	db, _ := sql.Open("sqlite", path)
-	defer db.Close()
+	db := be.raw(t, target)
 	var b strings.Builder
 	for _, q := range []string{
 		`SELECT id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis FROM runs ORDER BY id`,
@@ -187,6 +299,11 @@ func dump(t *testing.T, path string) string {
 		}
 		for rows.Next() {
 			rows.Scan(ptrs...)
+			for i, v := range vals {
+				if x, ok := v.(int32); ok { // PostgreSQL INTEGER
+					vals[i] = int64(x)
+				}
+			}
 			fmt.Fprintln(&b, vals...)
 		}
 		rows.Close()
@@ -194,31 +311,111 @@ func dump(t *testing.T, path string) string {
 	return b.String()
 }
 
-func TestExportImportLossless(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
-	s, _ := baseline.Open(ctx, a)
-	d := doc(t)
-	for i := range 3 {
-		s.Record(ctx, run(d, fmt.Sprint("c", i)))
-	}
-	e, err := s.Export(ctx)
-	s.Close()
+func exportJSON(t *testing.T, target string) []byte {
+	t.Helper()
+	s, err := baseline.OpenExisting(context.Background(), target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, _ := baseline.Open(ctx, b)
-	n, err := s2.Import(ctx, e)
-	if err != nil || n != 3 {
-		t.Fatalf("import: %d, %v", n, err)
+	defer s.Close()
+	e, err := s.Export(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n, _ := s2.Import(ctx, e); n != 0 {
-		t.Errorf("second import added %d runs, want 0", n)
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// Export from either backend, import into either: the stores hold the
+// same rows, and the second export is byte for byte the first.
+func TestExportImportLossless(t *testing.T) {
+	for _, from := range backends {
+		for _, to := range backends {
+			t.Run(from.name+"-to-"+to.name, func(t *testing.T) {
+				ctx := context.Background()
+				a, b := from.new(t), to.new(t)
+				s, err := baseline.Open(ctx, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d := doc(t)
+				for i := range 3 {
+					r := run(d, fmt.Sprint("c", i))
+					r.Created = time.Unix(1700000000-int64(i)*60, 0) // ids and times in opposite orders
+					s.Record(ctx, r)
+				}
+				e, err := s.Export(ctx)
+				s.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				s2, err := baseline.Open(ctx, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, err := s2.Import(ctx, e)
+				if err != nil || n != 3 {
+					t.Fatalf("import: %d, %v", n, err)
+				}
+				if n, _ := s2.Import(ctx, e); n != 0 {
+					t.Errorf("second import added %d runs, want 0", n)
+				}
+				if da, db := dump(t, from, a), dump(t, to, b); da != db || da == "" {
+					t.Errorf("stores differ after export and import:\n%.500s\n---\n%.500s", da, db)
+				}
+				// A run recorded after the import gets a fresh id.
+				if id, err := s2.Record(ctx, run(d, "after")); err != nil || id != 4 {
+					t.Errorf("record after import: id %d, %v; want 4", id, err)
+				}
+				s2.Close()
+				ea := exportJSON(t, a)
+				first, _ := json.Marshal(e)
+				if !bytes.Equal(ea, first) {
+					t.Errorf("export changed between two reads")
+				}
+			})
+		}
+	}
+}
+
+// PostgreSQL → SQLite → export: byte-identical to the PostgreSQL export.
+func TestCrossBackendRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	pg, lite := backends[1].new(t), backends[0].new(t)
+	s, err := baseline.Open(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := doc(t)
+	for i := range 4 {
+		r := run(d, fmt.Sprint("c", i))
+		r.Created = time.Unix(1700000000+int64((i*7)%4)*60, 0)
+		if i == 2 {
+			r.Kind, r.Branch = "candidate", "feature/x"
+		}
+		s.Record(ctx, r)
+	}
+	s.Close()
+	e1 := exportJSON(t, pg)
+	var e baseline.Export
+	json.Unmarshal(e1, &e)
+	s2, _ := baseline.Open(ctx, lite)
+	if _, err := s2.Import(ctx, &e); err != nil {
+		t.Fatal(err)
 	}
 	s2.Close()
-	if da, db := dump(t, a), dump(t, b); da != db || da == "" {
-		t.Errorf("stores differ after export and import:\n%s\n---\n%s", da, db)
+	e2 := exportJSON(t, lite)
+	if !bytes.Equal(e1, e2) {
+		t.Errorf("export PostgreSQL → import SQLite → export differs:\n%.300s\n%.300s", e1, e2)
+	}
+	if da, dl := dump(t, backends[1], pg), dump(t, backends[0], lite); da != dl {
+		al, bl := strings.Split(da, "\n"), strings.Split(dl, "\n")
+		for i := range min(len(al), len(bl)) {
+			if al[i] != bl[i] {
+				t.Errorf("rows differ between the PostgreSQL store and its SQLite copy, line %d:\n%.300s\n%.300s", i, al[i], bl[i])
+				break
+			}
+		}
 	}
 }
 
@@ -229,68 +426,94 @@ func child(t *testing.T, db, docPath string, n int) *exec.Cmd {
 	return cmd
 }
 
-// Eight processes record into one database at the same time: nothing lost.
+// Concurrent recording processes lose nothing: 8 into SQLite, 16 into
+// PostgreSQL (each opening, and so migrating, a fresh store at once).
 func TestConcurrentProcesses(t *testing.T) {
-	dir := t.TempDir()
-	db, docPath := filepath.Join(dir, "b.db"), filepath.Join(dir, "doc.json")
-	os.WriteFile(docPath, doc(t), 0o644)
-	const procs, each = 8, 10
-	var cmds []*exec.Cmd
-	for range procs {
-		c := child(t, db, docPath, each)
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
+	each(t, func(t *testing.T, be backend) {
+		dir := t.TempDir()
+		db, docPath := be.new(t), filepath.Join(dir, "doc.json")
+		os.WriteFile(docPath, doc(t), 0o644)
+		procs, each := 8, 10
+		if be.name == "postgres" {
+			procs = 16
 		}
-		cmds = append(cmds, c)
-	}
-	for _, c := range cmds {
-		if err := c.Wait(); err != nil {
-			t.Fatalf("recording process failed: %v", err)
+		var cmds []*exec.Cmd
+		start := time.Now()
+		for range procs {
+			c := child(t, db, docPath, each)
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, c)
 		}
-	}
-	integrity(t, db)
-	if n := count(t, db, "runs"); n != procs*each {
-		t.Errorf("%d runs, want %d", n, procs*each)
-	}
-	// Every run has the same document: the same rows each.
-	one := filepath.Join(dir, "one.db")
-	s, _ := baseline.Open(context.Background(), one)
-	d, _ := os.ReadFile(docPath)
-	s.Record(context.Background(), run(d, "x"))
-	s.Close()
-	for _, table := range []string{"samples", "kernels", "findings"} {
-		if n, per := count(t, db, table), count(t, one, table); n != procs*each*per {
-			t.Errorf("%d %s rows, want %d", n, table, procs*each*per)
+		for _, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Fatalf("recording process failed: %v", err)
+			}
 		}
-	}
+		t.Logf("%d processes × %d runs into %s: %v", procs, each, be.name, time.Since(start).Round(time.Millisecond))
+		if be.name == "sqlite" {
+			integrity(t, db)
+		}
+		if n := countIn(t, be, db, "runs"); n != procs*each {
+			t.Errorf("%d runs, want %d", n, procs*each)
+		}
+		var distinct int
+		be.raw(t, db).QueryRow(`SELECT count(DISTINCT commit_sha) FROM runs`).Scan(&distinct)
+		if distinct != procs*each {
+			t.Errorf("%d distinct runs, want %d", distinct, procs*each)
+		}
+		// Every run has the same document: the same rows each.
+		one := filepath.Join(dir, "one.db")
+		s, _ := baseline.Open(context.Background(), one)
+		d, _ := os.ReadFile(docPath)
+		s.Record(context.Background(), run(d, "x"))
+		s.Close()
+		for _, table := range []string{"samples", "kernels", "findings"} {
+			if n, per := countIn(t, be, db, table), count(t, one, table); n != procs*each*per {
+				t.Errorf("%d %s rows, want %d", n, table, procs*each*per)
+			}
+		}
+	})
 }
 
 // A process killed in the middle of writing leaves a consistent database:
 // every run it committed has all its rows, and nothing else is there.
 func TestKilledWriter(t *testing.T) {
-	dir := t.TempDir()
-	db, docPath := filepath.Join(dir, "b.db"), filepath.Join(dir, "doc.json")
-	os.WriteFile(docPath, doc(t), 0o644)
-	c := child(t, db, docPath, -1)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	c.Process.Signal(syscall.SIGKILL)
-	c.Wait()
-	integrity(t, db)
-	runs := count(t, db, "runs")
+	each(t, func(t *testing.T, be backend) {
+		dir := t.TempDir()
+		db, docPath := be.new(t), filepath.Join(dir, "doc.json")
+		os.WriteFile(docPath, doc(t), 0o644)
+		c := child(t, db, docPath, -1)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		c.Process.Signal(syscall.SIGKILL)
+		c.Wait()
+		if be.name == "sqlite" {
+			integrity(t, db)
+		}
+		checkWhole(t, be, db)
+	})
+}
+
+// checkWhole fails unless every stored run has all its rows and no row
+// lacks its run.
+func checkWhole(t *testing.T, be backend, db string) int {
+	t.Helper()
+	runs := countIn(t, be, db, "runs")
 	if runs == 0 {
-		t.Fatal("the writer committed nothing in 1.5 s")
+		t.Fatal("the writer committed nothing")
 	}
-	sqlDB, _ := sql.Open("sqlite", db)
-	defer sqlDB.Close()
+	raw := be.raw(t, db)
 	var orphans, partial int
-	sqlDB.QueryRow(`SELECT count(*) FROM samples WHERE run_id NOT IN (SELECT id FROM runs)`).Scan(&orphans)
-	sqlDB.QueryRow(`SELECT count(*) FROM runs WHERE id NOT IN (SELECT run_id FROM samples)`).Scan(&partial)
+	raw.QueryRow(`SELECT count(*) FROM samples WHERE run_id NOT IN (SELECT id FROM runs)`).Scan(&orphans)
+	raw.QueryRow(`SELECT count(*) FROM runs WHERE id NOT IN (SELECT run_id FROM samples)`).Scan(&partial)
 	if orphans != 0 || partial != 0 {
-		t.Errorf("after kill: %d orphan samples, %d runs without samples (of %d)", orphans, partial, runs)
+		t.Errorf("%d orphan samples, %d runs without samples (of %d)", orphans, partial, runs)
 	}
+	return runs
 }
 
 func TestBadFiles(t *testing.T) {

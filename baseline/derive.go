@@ -3,6 +3,7 @@ package baseline
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // derived holds the rows a run's analysis document yields. The store reads
@@ -26,9 +27,31 @@ type derived struct {
 	}
 }
 
-// stepMetrics are the per-step fields stored as samples, by JSON name.
-var stepMetrics = []string{"step_time_ns", "kernels", "gpu_busy_ns", "gpu_util", "cpu_wait_ns", "data_wait_ns",
+// stepMetrics are the per-step fields stored as samples, by JSON name:
+// every per-step metric gpugate analyze reports. Copies are stored as
+// memcpy_DIR_count, memcpy_DIR_bytes and memcpy_DIR_time_ns, and
+// memcpy_pageable is their pageable count over all directions.
+var stepMetrics = []string{"step_time_ns", "kernels", "gpu_busy_ns", "gpu_util", "gpu_idle_ns", "cpu_wait_ns", "data_wait_ns",
 	"sync_calls", "sync_time_ns", "comm_time_ns", "exposed_comm_ns", "exposed_copy_ns", "launch_overhead_ns", "short_kernels"}
+
+// SampleName is the name under which a metric's per-step samples are
+// stored, and the factor from the stored value to the metric's unit
+// (stored times are ns, bytes are bytes): "step_time" in ms is
+// step_time_ns / 1e6.
+func SampleName(metric, unit string) (string, float64) {
+	switch unit {
+	case "ms":
+		return metric + "_ns", 1e6
+	case "us":
+		return metric + "_ns", 1e3
+	case "MB":
+		return metric, 1e6
+	}
+	if strings.HasPrefix(metric, "memcpy_") && strings.HasSuffix(metric, "_time") {
+		return metric + "_ns", 1
+	}
+	return metric, 1
+}
 
 func derive(analysis []byte) (derived, error) {
 	var doc struct {
@@ -53,16 +76,37 @@ func derive(analysis []byte) (derived, error) {
 	}
 	for rank, p := range doc.Profiles {
 		for step, st := range p.Steps {
-			for _, m := range stepMetrics {
-				v, ok := st[m].(float64) // null (absent) GPU metrics are skipped
-				if !ok {
-					continue
-				}
+			add := func(m string, v float64) {
 				d.samples = append(d.samples, struct {
 					rank, step int
 					metric     string
 					value      float64
 				}{rank, step, m, v})
+			}
+			for _, m := range stepMetrics {
+				if v, ok := st[m].(float64); ok { // null (absent) GPU metrics are skipped
+					add(m, v)
+				}
+			}
+			if cp, ok := st["memcpy"].(map[string]any); ok {
+				pageable, seen := 0.0, false
+				for _, dir := range []string{"h2d", "d2h", "d2d"} {
+					c, ok := cp[dir].(map[string]any)
+					if !ok {
+						continue
+					}
+					for _, f := range []struct{ key, name string }{{"count", "count"}, {"bytes", "bytes"}, {"time_ns", "time_ns"}} {
+						if v, ok := c[f.key].(float64); ok {
+							add("memcpy_"+dir+"_"+f.name, v)
+						}
+					}
+					if v, ok := c["pageable"].(float64); ok {
+						pageable, seen = pageable+v, true
+					}
+				}
+				if seen {
+					add("memcpy_pageable", pageable)
+				}
 			}
 		}
 		for _, k := range p.KernelStats {

@@ -3,24 +3,29 @@ package baseline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Filter selects runs; empty fields match everything.
 type Filter struct {
 	Workload, Branch, Kind string
+	// Fingerprint is a fingerprint hash.
+	Fingerprint string
 }
 
 const runColumns = `id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis`
 
-// Runs returns the runs matching f, oldest first.
+// Runs returns the runs matching f, oldest first (by creation time, then
+// id).
 func (s *Store) Runs(ctx context.Context, f Filter) ([]Run, error) {
 	var where []string
 	var args []any
-	for _, c := range []struct{ col, v string }{{"workload", f.Workload}, {"branch", f.Branch}, {"kind", f.Kind}} {
+	for _, c := range []struct{ col, v string }{{"workload", f.Workload}, {"branch", f.Branch}, {"kind", f.Kind}, {"fingerprint_hash", f.Fingerprint}} {
 		if c.v != "" {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.v)
@@ -34,9 +39,9 @@ func (s *Store) Runs(ctx context.Context, f Filter) ([]Run, error) {
 }
 
 func (s *Store) query(ctx context.Context, q string, args ...any) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(q), args...)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.path, err)
+		return nil, s.wrap("read", err)
 	}
 	defer rows.Close()
 	var out []Run
@@ -45,12 +50,12 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]Run, error)
 		var created int64
 		var fp, an string
 		if err := rows.Scan(&r.ID, &r.Workload, &r.Branch, &r.Commit, &created, &r.Kind, &r.Profiler, &r.FingerprintHash, &fp, &r.Version, &an); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.path, err)
+			return nil, s.wrap("read", err)
 		}
 		r.Created, r.Fingerprint, r.Analysis = time.Unix(created, 0), []byte(fp), []byte(an)
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	return out, s.wrap("read", rows.Err())
 }
 
 // Export is the portable form of a store.
@@ -88,57 +93,128 @@ func (s *Store) Export(ctx context.Context) (*Export, error) {
 	return e, nil
 }
 
-// Import adds the runs of an export in one transaction. A run whose id is
-// free keeps it; a run identical to one already stored (same workload,
-// commit, time, kind and fingerprint) is skipped. It returns how many runs
-// were added.
+// clockSkew is how far in the future an imported run's time may be: the
+// clocks of the runners that made it may be a little ahead.
+const clockSkew = 10 * time.Minute
+
+// validate checks an exported run before anything is written: every field
+// that the store and the reports rely on.
+func (x *ExportedRun) validate(now time.Time) error {
+	for _, f := range []struct{ name, v string }{{"workload", x.Workload}, {"branch", x.Branch}, {"commit", x.Commit},
+		{"profiler", x.Profiler}, {"fingerprint_hash", x.FingerprintHash}, {"gpugate_version", x.Version}} {
+		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
+			return fmt.Errorf("%s is not valid UTF-8 text", f.name)
+		}
+	}
+	switch {
+	case x.ID < 0:
+		return fmt.Errorf("id %d is negative", x.ID)
+	case x.Workload == "":
+		return errors.New("workload is empty")
+	case x.Branch == "":
+		return errors.New("branch is empty")
+	case x.Kind != "baseline" && x.Kind != "candidate":
+		return fmt.Errorf("kind %q is not baseline or candidate", x.Kind)
+	case x.FingerprintHash == "":
+		return errors.New("fingerprint_hash is empty")
+	case x.Created <= 0:
+		return fmt.Errorf("created_at %d is not a time", x.Created)
+	case time.Unix(x.Created, 0).After(now.Add(clockSkew)):
+		return fmt.Errorf("created_at %s is in the future", time.Unix(x.Created, 0).UTC().Format(time.RFC3339))
+	}
+	var fp map[string]any
+	if err := json.Unmarshal(x.Fingerprint, &fp); err != nil || fp == nil {
+		return errors.New("fingerprint is not a JSON object")
+	}
+	if !utf8.Valid(x.Fingerprint) || !utf8.Valid(x.Analysis) {
+		return errors.New("fingerprint or analysis is not valid UTF-8")
+	}
+	var doc struct {
+		Profiles []json.RawMessage `json:"profiles"`
+	}
+	if err := json.Unmarshal(x.Analysis, &doc); err != nil || len(doc.Profiles) == 0 {
+		return errors.New("analysis is not a gpugate analyze document with at least one profile")
+	}
+	if _, err := derive(x.Analysis); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Import adds the runs of an export in one transaction, all or nothing:
+// every run is checked first (see ExportedRun), and one bad run adds none.
+// A run whose id is free keeps it; a run identical to one already stored
+// (same workload, commit, time, kind, fingerprint and analysis) is skipped.
+// It returns how many runs were added.
 func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 	if e.Format != 1 {
-		return 0, fmt.Errorf("import into %s: unknown export format %d", s.path, e.Format)
+		return 0, fmt.Errorf("import into %s: unknown export format %d", s.name, e.Format)
+	}
+	if s.readOnly {
+		return 0, s.wrap("import into", errReadOnly)
+	}
+	now := time.Now()
+	for i := range e.Runs {
+		if err := e.Runs[i].validate(now); err != nil {
+			return 0, fmt.Errorf("import into %s: run %d (#%d in the file): %v; nothing imported", s.name, e.Runs[i].ID, i+1, err)
+		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return 0, s.wrap("import into", err)
 	}
 	defer tx.Rollback()
-	added := 0
+	added, maxID := 0, int64(0)
 	for _, x := range e.Runs {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`,
-			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(x.Analysis)).Scan(&n); err != nil {
-			return 0, err
+		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`),
+			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(compact(x.Analysis))).Scan(&n); err != nil {
+			return 0, s.wrap("import into", err)
 		}
 		if n > 0 {
 			continue
 		}
 		r := Run{Workload: x.Workload, Branch: x.Branch, Commit: x.Commit, Created: time.Unix(x.Created, 0), Kind: x.Kind, Profiler: x.Profiler,
 			FingerprintHash: x.FingerprintHash, Fingerprint: x.Fingerprint, Version: x.Version, Analysis: x.Analysis}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, x.ID).Scan(&n); err != nil {
-			return 0, err
+		if x.ID > 0 {
+			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE id = ?`), x.ID).Scan(&n); err != nil {
+				return 0, s.wrap("import into", err)
+			}
+			if n == 0 {
+				r.ID = x.ID
+			}
 		}
-		if n == 0 {
-			r.ID = x.ID
-		}
-		d, err := derive(r.Analysis)
+		d, _ := derive(r.Analysis) // validated
+		id, err := s.insert(ctx, tx, r, d)
 		if err != nil {
-			return 0, fmt.Errorf("import run %d: %w", x.ID, err)
+			return 0, s.wrap("import into", fmt.Errorf("run %d: %w; nothing imported", x.ID, err))
 		}
-		if _, err := insert(ctx, tx, r, d); err != nil {
-			return 0, fmt.Errorf("import run %d: %w", x.ID, err)
-		}
+		maxID = max(maxID, id)
 		added++
 	}
-	return added, tx.Commit()
+	if s.d == pgDialect && maxID > 0 {
+		// Runs that kept their ids leave the identity sequence behind.
+		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+pgSchema+`.runs', 'id'), (SELECT max(id) FROM runs))`); err != nil {
+			return 0, s.wrap("import into", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.wrap("import into", err)
+	}
+	return added, nil
 }
 
 // Prune keeps the newest keep runs of each (workload, fingerprint, kind)
 // and deletes the rest; it returns how many runs went.
 func (s *Store) Prune(ctx context.Context, keep int) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE id IN (
-		SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY workload, fingerprint_hash, kind ORDER BY created_at DESC, id DESC) AS n FROM runs)
+	if s.readOnly {
+		return 0, s.wrap("prune", errReadOnly)
+	}
+	res, err := s.exec(ctx, s.db, `DELETE FROM runs WHERE id IN (
+		SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY workload, fingerprint_hash, kind ORDER BY created_at DESC, id DESC) AS n FROM runs) AS ranked
 		WHERE n > ?)`, keep)
 	if err != nil {
-		return 0, fmt.Errorf("prune %s: %w", s.path, err)
+		return 0, s.wrap("prune", err)
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil
@@ -154,12 +230,14 @@ type Point struct {
 }
 
 // Series returns the per-run medians of a stored sample metric (e.g.
-// "step_time_ns") for the baseline runs of workload on branch, oldest first.
-func (s *Store) Series(ctx context.Context, workload, branch, metric string) ([]Point, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.commit_sha, r.created_at, s.value FROM runs r JOIN samples s ON s.run_id = r.id
-		WHERE r.workload = ? AND r.branch = ? AND r.kind = 'baseline' AND s.metric = ? ORDER BY r.created_at, r.id`, workload, branch, metric)
+// "step_time_ns", see SampleName) for the baseline runs of workload on
+// branch with fingerprint hash fp, oldest first. A history never mixes
+// machines: runs of other fingerprints are not in it.
+func (s *Store) Series(ctx context.Context, workload, branch, fp, metric string) ([]Point, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT r.id, r.commit_sha, r.created_at, s.value FROM runs r JOIN samples s ON s.run_id = r.id
+		WHERE r.workload = ? AND r.branch = ? AND r.kind = 'baseline' AND r.fingerprint_hash = ? AND s.metric = ? ORDER BY r.created_at, r.id, s.rank, s.step`), workload, branch, fp, metric)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.path, err)
+		return nil, s.wrap("read", err)
 	}
 	defer rows.Close()
 	byRun := map[int64]*Point{}
@@ -170,7 +248,7 @@ func (s *Store) Series(ctx context.Context, workload, branch, metric string) ([]
 		var commit string
 		var v float64
 		if err := rows.Scan(&id, &commit, &created, &v); err != nil {
-			return nil, err
+			return nil, s.wrap("read", err)
 		}
 		if byRun[id] == nil {
 			byRun[id] = &Point{RunID: id, Commit: commit, Created: time.Unix(created, 0)}
@@ -191,5 +269,5 @@ func (s *Store) Series(ctx context.Context, workload, branch, metric string) ([]
 		}
 		out = append(out, *p)
 	}
-	return out, rows.Err()
+	return out, s.wrap("read", rows.Err())
 }

@@ -26,6 +26,7 @@ type Config struct {
 	Workloads  []Workload         `yaml:"workloads"`
 	Allowances map[string]Percent `yaml:"allowances"`
 	Baseline   Baseline           `yaml:"baseline"`
+	AB         AB                 `yaml:"ab"`
 
 	// File is where the config was read from; relative paths in it are
 	// relative to its folder.
@@ -73,6 +74,26 @@ type Baseline struct {
 	// Lenient makes a fingerprint that matches no baseline "inconclusive"
 	// (exit 2 all the same, but with a report) instead of an error.
 	Lenient bool `yaml:"lenient"`
+	// OnMissing is what a run with no baseline to compare with does:
+	// "pass" (the default: verdict no-baseline, exit 0, with a warning)
+	// or "fail" (exit 2).
+	OnMissing string `yaml:"on_missing"`
+}
+
+// AB configures gpugate ab, which runs the base and the head commit
+// interleaved on one machine.
+type AB struct {
+	// Pairs is how many base/head pairs are measured; default the
+	// workload's repeat, at least 3 (runs are the units compared).
+	Pairs int `yaml:"pairs"`
+	// Warmup runs one more pair first and discards it.
+	Warmup bool `yaml:"warmup"`
+	// Setup runs once on each side before its first run, in that side's
+	// checkout (e.g. pip install -e .).
+	Setup struct {
+		Base Command `yaml:"base"`
+		Head Command `yaml:"head"`
+	} `yaml:"setup"`
 }
 
 // Command is an argv, or a shell string.
@@ -330,6 +351,16 @@ func (c *Config) validate() Errors {
 	}
 	if c.Baseline.Runs == 0 {
 		c.Baseline.Runs = 5
+	}
+	switch c.Baseline.OnMissing {
+	case "":
+		c.Baseline.OnMissing = "pass"
+	case "pass", "fail":
+	default:
+		bad(nil, "baseline.on_missing: %q: want pass or fail", c.Baseline.OnMissing)
+	}
+	if c.AB.Pairs < 0 {
+		bad(nil, "ab.pairs must be >= 1")
 	}
 	return errs
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -21,10 +23,19 @@ import (
 type Query struct {
 	Workload string
 	Branch   string
-	// Fingerprint is the candidate's; only runs with the same hash match.
+	// Fingerprint is the candidate's; only runs with the same hash are
+	// picked, in the query itself.
 	Fingerprint runner.Fingerprint
-	// K is how many runs to pool (the newest K that match).
+	// K is how many runs to pool: the newest K that match.
 	K int
+	// MergeBase, when set, is the commit the candidate's branch forked
+	// from: only runs made on it or on one of its ancestors are picked,
+	// so that later changes of the base branch are not blamed on the
+	// candidate. Ancestry is asked of git in Repo, commit by commit (git
+	// merge-base --is-ancestor); runs whose commit git does not know (a
+	// shallow clone) cannot be placed.
+	MergeBase string
+	Repo      string
 }
 
 // Selection is the baseline runs picked for a candidate.
@@ -34,30 +45,80 @@ type Selection struct {
 	// Commits are the short commits of the picked runs, newest first.
 	Commits []string
 	Newest  time.Time
-	// Mismatch lists, when nothing matched, how the newest stored run of
-	// another fingerprint differs from the candidate.
+	// Mismatch lists, when nothing matched, how the newest baseline run of
+	// the workload and branch (of another fingerprint) differs from the
+	// candidate; nil when there is no baseline run at all.
 	Mismatch []string
-	// Others counts the baseline runs of the workload and branch with
-	// another fingerprint.
-	Others int
+	// Note says how the runs were picked when that is not the plain rule
+	// (no merge-base ancestry known: the newest were used).
+	Note string
 }
+
+// scanLimit bounds the matching runs SelectBaseline looks through for
+// ones at or before the merge-base.
+const scanLimit = 500
 
 // SelectBaseline picks the baseline runs of q from the store.
 func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selection, error) {
-	stored, err := store.Baselines(ctx, q.Workload, q.Branch, q.K)
+	hash := q.Fingerprint.Hash()
+	limit := q.K
+	if q.MergeBase != "" {
+		limit = scanLimit
+	}
+	stored, err := store.Baselines(ctx, q.Workload, q.Branch, hash, limit)
 	if err != nil {
 		return nil, err
 	}
 	sel := &Selection{}
-	hash := q.Fingerprint.Hash()
-	for _, s := range stored {
-		if s.FingerprintHash != hash {
-			var other runner.Fingerprint
-			json.Unmarshal(s.Fingerprint, &other)
-			sel.Mismatch = other.Diff(q.Fingerprint)
-			sel.Others++
-			continue
+	if len(stored) == 0 {
+		newest, err := store.Newest(ctx, q.Workload, q.Branch)
+		if err != nil {
+			return nil, err
 		}
+		if newest != nil {
+			var other runner.Fingerprint
+			json.Unmarshal(newest.Fingerprint, &other)
+			sel.Mismatch = other.Diff(q.Fingerprint)
+			if len(sel.Mismatch) == 0 {
+				sel.Mismatch = []string{"fingerprint_hash: " + newest.FingerprintHash + " != " + hash}
+			}
+		}
+		return sel, nil
+	}
+	picked := stored
+	if q.MergeBase != "" {
+		picked = nil
+		known := map[string]int{} // commit → 1 ancestor, 0 not, -1 unknown
+		unknown := 0
+		for _, s := range stored {
+			a, ok := known[s.Commit]
+			if !ok {
+				a = isAncestor(ctx, q.Repo, s.Commit, q.MergeBase)
+				known[s.Commit] = a
+			}
+			switch a {
+			case 1:
+				picked = append(picked, s)
+			case -1:
+				unknown++
+			}
+			if len(picked) == q.K {
+				break
+			}
+		}
+		if len(picked) == 0 {
+			picked = stored
+			if unknown > 0 {
+				sel.Note = fmt.Sprintf("git does not know the commits of %d baseline run(s) (a shallow clone? fetch with fetch-depth: 0): the newest runs were used, not those at or before the merge-base %s", unknown, Short(q.MergeBase))
+			} else {
+				sel.Note = fmt.Sprintf("no baseline run at or before the merge-base %s: the newest runs were used", Short(q.MergeBase))
+			}
+		}
+	}
+	if len(picked) > q.K {
+		picked = picked[:q.K]
+	}
+	for _, s := range picked {
 		var doc report.Analysis
 		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
 			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
@@ -70,6 +131,49 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		}
 	}
 	return sel, nil
+}
+
+// isAncestor asks git whether commit is base or one of its ancestors: 1
+// yes, 0 no, -1 unknown (git cannot tell: a commit it lacks).
+func isAncestor(ctx context.Context, repo, commit, base string) int {
+	if commit == "" || strings.HasPrefix(commit, "-") {
+		return -1
+	}
+	cmd := exec.CommandContext(ctx, "git", "merge-base", "--is-ancestor", commit, base)
+	cmd.Dir = repo
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 1
+	case errors.As(err, &ee) && ee.ExitCode() == 1:
+		return 0
+	}
+	return -1
+}
+
+// MergeBase returns the commit where head forked from the base branch, as
+// git in repo sees it: the merge-base of head with origin/BASE, else with
+// BASE. "" and an error when git cannot tell (no such branch, a shallow
+// clone without the fork point).
+func MergeBase(ctx context.Context, repo, head, base string) (string, error) {
+	if head == "" {
+		head = "HEAD"
+	}
+	var last error
+	for _, ref := range []string{"origin/" + base, base} {
+		if strings.HasPrefix(ref, "-") {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, "git", "merge-base", head, ref)
+		cmd.Dir = repo
+		out, err := cmd.Output()
+		if err == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+		last = err
+	}
+	return "", fmt.Errorf("git merge-base %s %s: %v", head, base, last)
 }
 
 // Short is a commit's first 10 characters.
@@ -146,11 +250,6 @@ func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 	if ex.Profiler == runner.None {
 		return &Outcome{Workload: w.Name, Fingerprint: ex.Fingerprint, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
 	}
-	store, err := baseline.Open(ctx, o.DB)
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
 	branch := o.Branch
 	if branch == "" || branch == "HEAD" {
 		branch = c.Baseline.Branch
@@ -159,7 +258,21 @@ func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 	if o.Record {
 		kind = "baseline"
 	}
-	if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {
+	var store *baseline.Store
+	var err error
+	if o.Record {
+		store, err = baseline.Open(ctx, o.DB)
+	} else if store, err = baseline.OpenExisting(ctx, o.DB); err != nil && !baseline.IsURL(o.DB) && !exists(o.DB) {
+		// No store yet: create it, so that this candidate is kept.
+		store, err = baseline.Open(ctx, o.DB)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	if store.ReadOnly() {
+		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", store.Name())
+	} else if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {
 		return nil, err
 	}
 	cand := ex.Runs
@@ -170,12 +283,22 @@ func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "recorded as baseline of " + branch}, nil
 	}
 
-	sel, err := SelectBaseline(ctx, store, Query{Workload: w.Name, Branch: c.Baseline.Branch, Fingerprint: ex.Fingerprint, K: c.Baseline.Runs})
+	q := Query{Workload: w.Name, Branch: c.Baseline.Branch, Fingerprint: ex.Fingerprint, K: c.Baseline.Runs, Repo: o.Dir, MergeBase: o.MergeBase}
+	if q.MergeBase == "" && branch != c.Baseline.Branch {
+		// A pull request: compare with the base branch where this branch
+		// forked from it, not with whatever it has become since.
+		mb, err := MergeBase(ctx, o.Dir, "HEAD", c.Baseline.Branch)
+		if err != nil {
+			fmt.Fprintf(o.Log, "gpugate: no merge-base with %s (%v): the newest baseline runs are used\n", c.Baseline.Branch, err)
+		}
+		q.MergeBase = mb
+	}
+	sel, err := SelectBaseline(ctx, store, q)
 	if err != nil {
 		return nil, err
 	}
 	if len(sel.Runs) == 0 {
-		if sel.Others > 0 {
+		if len(sel.Mismatch) > 0 {
 			msg := fmt.Sprintf("no baseline of %s on %s matches this machine's fingerprint; differences: %s (record a baseline here with -record-baseline)", w.Name, c.Baseline.Branch, strings.Join(sel.Mismatch, "; "))
 			if !c.Baseline.Lenient {
 				return nil, errors.New(msg)
@@ -184,14 +307,55 @@ func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 			rep.Verdict = stats.Inconclusive
 			return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
-		rep := gate.NoBaseline(cand, fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with (record one with gpugate run -record-baseline on %s)", w.Name, c.Baseline.Branch, store.Name(), c.Baseline.Branch))
+		record := RecordCommand(c, w, o.DB)
+		msg := fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with; record one on %s with: %s", w.Name, c.Baseline.Branch, store.Name(), c.Baseline.Branch, record)
+		rep := gate.NoBaseline(cand, msg)
+		rep.Verdict = stats.NoBaseline
 		rep.Overhead = ex.Overhead
-		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none yet"}, nil
+		oc := &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
+		if c.Baseline.OnMissing == "fail" {
+			oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)
+		}
+		return oc, nil
 	}
 	rep, err := Compare(c, sel, ex, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	desc := fmt.Sprintf("%s@%s, %d run(s), newest %s", c.Baseline.Branch, strings.Join(sel.Commits, ","), len(sel.Runs), sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
+	if sel.Note != "" {
+		rep.Warnings = append(rep.Warnings, sel.Note)
+	}
+	at := ""
+	if q.MergeBase != "" && sel.Note == "" {
+		at = ", at or before merge-base " + Short(q.MergeBase)
+	}
+	desc := fmt.Sprintf("%s@%s, %d run(s)%s, newest %s", c.Baseline.Branch, strings.Join(sel.Commits, ","), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// RecordCommand is the one command that records a baseline for the
+// workload on its base branch, for messages.
+func RecordCommand(c *config.Config, w *config.Workload, db string) string {
+	cmd := "gpugate baseline refresh -config " + shellQuote(c.File)
+	if len(c.Workloads) > 1 {
+		cmd += " -workload " + shellQuote(w.Name)
+	}
+	if db != "" && db != c.Baseline.DB {
+		cmd += " -db " + shellQuote(baseline.Mask(db))
+	}
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -45,9 +45,13 @@ type Options struct {
 	// config is relative to it); default the config file's folder. A/B
 	// mode runs the base side in a worktree this way.
 	Dir string
-	// Branch and Commit describe the code that runs; Commit "" asks git
-	// in Dir, Branch "" or "HEAD" means Config.Baseline.Branch.
+	// Branch and Commit describe the code that runs; Branch "" or "HEAD"
+	// means Config.Baseline.Branch.
 	Branch, Commit string
+	// MergeBase is the commit whose ancestors' runs are the baseline; ""
+	// asks git for the merge-base of HEAD and the base branch when Branch
+	// is not the base branch.
+	MergeBase string
 	// Version is gpugate's version, stored with each run.
 	Version string
 	// Stdout gets the short results of unprofiled runs; Log gets progress
@@ -82,8 +86,12 @@ type Outcome struct {
 	// Baseline describes what was compared with, for people.
 	Baseline string
 	// Err is set when the outcome is not a verdict (fingerprint mismatch
-	// under lenient settings): the report says why, the exit status is 2.
+	// under lenient settings; no baseline with baseline.on_missing: fail):
+	// the report says why, the exit status is 2.
 	Err error
+	// RecordCommand is set with verdict no-baseline: the command that
+	// records a baseline.
+	RecordCommand string
 }
 
 // Execution is the runs of a workload, analyzed.
@@ -290,4 +298,50 @@ func prefixPath(err error, path string) error {
 		return fmt.Errorf("%s: %v", path, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// Fingerprint is the fingerprint a run of w on this machine has, as
+// Prepare takes it, for the given profiler (runner.Torch, runner.Nsys).
+func Fingerprint(ctx context.Context, w *config.Workload, nsysPath, profiler string) runner.Fingerprint {
+	nsysBin := ""
+	if b, err := nsys.FindCLI(nsysPath); err == nil {
+		nsysBin = b
+	}
+	python := ""
+	if w != nil {
+		if args := w.Command.Args(); len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "python") {
+			python = args[0]
+		}
+	}
+	return runner.TakeFingerprint(ctx, python, nsysBin, profiler)
+}
+
+// TraceFingerprint is the fingerprint of a run whose traces were profiled
+// outside gpugate run (gpugate baseline record): this machine's facts as a
+// run of w would take them, the profiler the traces' format implies, and
+// the GPU model and count the traces name when they differ from this
+// machine's. Traces of a gpugate run on this machine get the very
+// fingerprint of that run, so that recorded baselines gate.
+func TraceFingerprint(ctx context.Context, w *config.Workload, nsysPath string, results []*analysis.Result) runner.Fingerprint {
+	profiler := runner.Torch
+	if len(results) > 0 && results[0].Profile.Format == trace.FormatNsys {
+		profiler = runner.Nsys
+	}
+	fp := Fingerprint(ctx, w, nsysPath, profiler)
+	names := map[string]bool{}
+	devices := map[int]bool{}
+	first := ""
+	for _, r := range results {
+		for _, d := range r.Profile.Devices {
+			if first == "" {
+				first = d.Name
+			}
+			names[d.Name] = true
+			devices[d.ID] = true
+		}
+	}
+	if first != "" && !names[fp.GPU] {
+		fp.GPU, fp.GPUCount = first, len(devices)
+	}
+	return fp
 }

@@ -7,6 +7,11 @@ export PATH=$PATH:/usr/local/go/bin
 # Real profilers: torch.profiler (python3-torch) and Nsight Systems 2022.4
 # (its nsys exports reports and rejects ones from newer versions).
 bash scripts/setup-profilers.sh
+# PostgreSQL 15 server binaries: the baseline store's tests start a
+# throwaway cluster of their own (internal/pgtest) and fail without them
+# under CI=true.
+bash scripts/setup-postgres.sh
+export CI=${CI:-true}
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
 # nektos/act runs action.yml end to end in host mode (no Docker daemon).
 export PATH=$PATH:$(go env GOPATH)/bin

@@ -8,21 +8,57 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
-	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
 
 const defaultDB = ".gpugate/baseline.db"
 
+const dbUsage = "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else " + defaultDB + "; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)"
+
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", defaultDB, "baseline database `path`")
+	return fs.String("db", "", dbUsage)
+}
+
+// storeTarget resolves where the baseline store is: the -db flag, else
+// $GPUGATE_DB, else perf.yaml's baseline.db (c may be nil), else the
+// default. The default SQLite file lives in the workspace, except under
+// GitHub Actions, where actions/checkout cleans the workspace and an
+// ephemeral runner loses it: there it is durableDB().
+func storeTarget(flagValue string, c *config.Config) string {
+	switch {
+	case flagValue != "":
+		return flagValue
+	case os.Getenv("GPUGATE_DB") != "":
+		return os.Getenv("GPUGATE_DB")
+	case c != nil && c.Baseline.DB != "" && c.Baseline.DB != defaultDB:
+		return c.Baseline.DB
+	case os.Getenv("GITHUB_ACTIONS") == "true":
+		return durableDB()
+	}
+	return defaultDB
+}
+
+// durableDB is the default store under GitHub Actions:
+// $RUNNER_TOOL_CACHE/gpugate/baseline.db, else $XDG_CACHE_HOME or
+// ~/.cache, /gpugate/baseline.db. The action carries it across ephemeral
+// runners with actions/cache (see baseline cache-key).
+func durableDB() string {
+	if d := os.Getenv("RUNNER_TOOL_CACHE"); d != "" {
+		return filepath.Join(d, "gpugate", "baseline.db")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "gpugate", "baseline.db")
+	}
+	return defaultDB
 }
 
 var baselineRefreshCmd = &command{
@@ -38,7 +74,7 @@ compared with.`,
 		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		runs := fs.Int("runs", 0, "how many runs to record (default: baseline.runs of perf.yaml)")
-		db := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db)")
+		db := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db)")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
 		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -55,7 +91,7 @@ compared with.`,
 				n = c.Baseline.Runs
 			}
 			w.Repeat = n
-			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, out: *outDir, record: true, nsys: nsysFlag(*nsysPath)})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: storeTarget(*db, c), out: *outDir, record: true, nsys: nsysFlag(*nsysPath)})
 			if err != nil {
 				return err
 			}
@@ -65,14 +101,19 @@ compared with.`,
 }
 
 var baselineRecordCmd = &command{
-	usage: "baseline record -workload W [-branch B] [-commit C] [-db PATH] TRACE...",
+	usage: "baseline record -workload W [-config perf.yaml] [-branch B] [-commit C] [-db PATH|URL] TRACE...",
 	short: "record traces profiled elsewhere as a baseline run",
 	long: `
 Baseline record analyzes the traces (the ranks of one run) and stores them
-as a baseline run of the workload. The fingerprint is taken from the traces:
-the GPU model and count they name, and the profiler format.`,
+as a baseline run of the workload, with the fingerprint a gpugate run of it
+would have on this machine: the machine's facts, the Python and torch of
+the workload's command in perf.yaml (-config), and the profiler the traces'
+format implies (Kineto: torch, nsys: nsys). A GPU model the traces name that
+this machine lacks replaces the machine's. So traces of a gpugate run,
+recorded on the machine that made them, gate the next gpugate run there.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		workload := fs.String("workload", "", "workload `name`")
+		cfgPath := fs.String("config", "", "the perf.yaml `file` that defines the workload (default perf.yaml, when it exists)")
 		branch := fs.String("branch", "main", "branch the run belongs to")
 		commit := fs.String("commit", "", "commit the run was made on")
 		db := dbFlag(fs)
@@ -80,6 +121,23 @@ the GPU model and count they name, and the profiler format.`,
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *workload == "" || len(args) == 0 {
 				return usagef("want -workload and at least one trace")
+			}
+			var c *config.Config
+			var w *config.Workload
+			path := *cfgPath
+			if path == "" {
+				if _, err := os.Stat("perf.yaml"); err == nil {
+					path = "perf.yaml"
+				}
+			}
+			if path != "" {
+				var err error
+				if c, err = config.Load(path); err != nil {
+					return err
+				}
+				if w, err = c.Workload(*workload); err != nil {
+					return err
+				}
 			}
 			opt, err := a.options()
 			if err != nil {
@@ -89,18 +147,18 @@ the GPU model and count they name, and the profiler format.`,
 			if err != nil {
 				return err
 			}
-			fp := runner.Fingerprint{GPU: "none", Profiler: results[0].Profile.Format}
-			for _, r := range results {
-				if len(r.Profile.Devices) > 0 {
-					fp.GPU = r.Profile.Devices[0].Name
-				}
-				fp.GPUCount += max(len(r.Profile.Devices), 0)
+			if w == nil {
+				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", *workload)
 			}
+			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
 			doc := report.NewAnalysis(results)
 			var buf bytes.Buffer
-			doc.WriteJSON(&buf)
+			if err := doc.WriteJSON(&buf); err != nil {
+				return err
+			}
 			fpJSON, _ := json.Marshal(fp)
-			store, err := baseline.Open(ctx, *db)
+			target := storeTarget(*db, c)
+			store, err := baseline.Open(ctx, target)
 			if err != nil {
 				return err
 			}
@@ -110,7 +168,7 @@ the GPU model and count they name, and the profiler format.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "recorded run %d of %s (%d profile(s), %d steps) as baseline of %s in %s\n", id, *workload, len(results), len(results[0].Steps), *branch, *db)
+			fmt.Fprintf(stdout, "recorded run %d of %s (%d profile(s), %d steps) as baseline of %s in %s, fingerprint %s\n", id, *workload, len(results), len(results[0].Steps), *branch, store.Name(), fp.Hash())
 			return nil
 		}
 	},
@@ -125,7 +183,7 @@ var baselineListCmd = &command{
 		workload := fs.String("workload", "", "only this workload")
 		format := fs.String("format", "text", "output `format`: text or json")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-			store, err := openExisting(ctx, *db)
+			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
 			if err != nil {
 				return err
 			}
@@ -172,34 +230,24 @@ var baselineListCmd = &command{
 	},
 }
 
-func short(commit string) string {
-	if len(commit) > 10 {
-		return commit[:10]
-	}
-	return commit
-}
-
-// openExisting opens a store that must exist already.
-func openExisting(ctx context.Context, path string) (*baseline.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("open baseline %s: %v", path, err)
-	}
-	return baseline.Open(ctx, path)
-}
+func short(commit string) string { return pipeline.Short(commit) }
 
 var baselineShowCmd = &command{
-	usage: "baseline show -workload W [-metric step_time] [-branch main] [-db PATH]",
+	usage: "baseline show -workload W [-metric step_time] [-branch main] [-fingerprint HASH] [-db PATH|URL]",
 	short: "show a metric's history over the baseline runs, and any sustained shift",
 	long: `
 Baseline show prints the per-run median of a metric over the baseline runs of
 a branch as a small text chart, and tests the history for one sustained shift
 (a change point: permutation test at α=0.01) so that slow regressions that no
-single pull request crossed are seen.`,
+single pull request crossed are seen. A history is one machine's: it holds
+the runs of one fingerprint (-fingerprint, default the newest baseline
+run's), and says how many runs of other fingerprints it left out.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		workload := fs.String("workload", "", "workload `name`")
 		metric := fs.String("metric", "step_time", "metric `name`")
 		branch := fs.String("branch", "main", "branch")
+		fingerprint := fs.String("fingerprint", "", "fingerprint `hash` whose runs to show (default: the newest baseline run's)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *workload == "" {
 				return usagef("want -workload")
@@ -208,22 +256,32 @@ single pull request crossed are seen.`,
 			if !ok {
 				return usagef("-metric %q: unknown metric", *metric)
 			}
-			col := map[string]string{"ms": "_ns", "us": "_ns"}[m.Unit]
-			scale := map[string]float64{"ms": 1e6, "us": 1e3}[m.Unit]
-			if scale == 0 {
-				scale = 1
-			}
-			store, err := openExisting(ctx, *db)
+			col, scale := baseline.SampleName(m.Name, m.Unit)
+			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			pts, err := store.Series(ctx, *workload, *branch, m.Name+col)
+			fp := *fingerprint
+			all, err := store.Runs(ctx, baseline.Filter{Workload: *workload, Branch: *branch, Kind: "baseline"})
+			if err != nil {
+				return err
+			}
+			if fp == "" && len(all) > 0 {
+				fp = all[len(all)-1].FingerprintHash
+			}
+			others := 0
+			for _, r := range all {
+				if r.FingerprintHash != fp {
+					others++
+				}
+			}
+			pts, err := store.Series(ctx, *workload, *branch, fp, col)
 			if err != nil {
 				return err
 			}
 			if len(pts) == 0 {
-				return fmt.Errorf("no baseline runs of %s on %s with %s in %s", *workload, *branch, m.Name, *db)
+				return fmt.Errorf("no baseline runs of %s on %s with %s and fingerprint %q in %s", *workload, *branch, m.Name, fp, store.Name())
 			}
 			var xs []float64
 			lo, hi := pts[0].Median, pts[0].Median
@@ -232,7 +290,11 @@ single pull request crossed are seen.`,
 				lo, hi = min(lo, p.Median), max(hi, p.Median)
 			}
 			cp := stats.ChangePoint(xs, 0.01, 999)
-			fmt.Fprintf(stdout, "%s of %s on %s, per-run median (%s), %d runs\n\n", m.Name, *workload, *branch, m.Unit, len(pts))
+			fmt.Fprintf(stdout, "%s of %s on %s, fingerprint %s, per-run median (%s), %d runs\n", m.Name, *workload, *branch, fp, m.Unit, len(pts))
+			if others > 0 {
+				fmt.Fprintf(stdout, "(%d baseline run(s) of other fingerprints left out: -fingerprint picks another machine's history; baseline list shows them)\n", others)
+			}
+			fmt.Fprintln(stdout)
 			for i, p := range pts {
 				bar := 1
 				if hi > lo {
@@ -256,13 +318,19 @@ single pull request crossed are seen.`,
 }
 
 var baselineExportCmd = &command{
-	usage: "baseline export [-db PATH]",
+	usage: "baseline export [-db PATH|URL]",
 	short: "write every stored run as portable JSON to stdout",
-	long:  "Baseline export writes the store as JSON, so that ephemeral runners can carry baselines as CI artifacts or caches (gpugate baseline import reads it).",
+	long: `
+Baseline export writes the store as JSON, so that ephemeral runners can
+carry baselines as CI artifacts or caches, and so that a store moves between
+SQLite and PostgreSQL (gpugate baseline import reads it). Runs are in the
+order of their creation time, then id; each run keeps its id, its
+fingerprint and analysis documents byte for byte. An export of one backend,
+imported into an empty store of the other and exported again, is identical.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-			store, err := openExisting(ctx, *db)
+			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
 			if err != nil {
 				return err
 			}
@@ -277,9 +345,14 @@ var baselineExportCmd = &command{
 }
 
 var baselineImportCmd = &command{
-	usage: "baseline import [-db PATH] FILE",
+	usage: "baseline import [-db PATH|URL] FILE",
 	short: "add the runs of an export to the store",
-	long:  "Baseline import adds the runs of a gpugate baseline export (FILE, or - for stdin), skipping runs already present.",
+	long: `
+Baseline import adds the runs of a gpugate baseline export (FILE, or - for
+stdin), skipping runs already present. Every run is checked first — names
+are UTF-8 text, the kind is baseline or candidate, the time is not in the
+future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
+document with at least one profile — and one bad run imports nothing.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -299,7 +372,7 @@ var baselineImportCmd = &command{
 			if err := json.NewDecoder(in).Decode(&e); err != nil {
 				return fmt.Errorf("read %s: not a gpugate baseline export: %v", args[0], err)
 			}
-			store, err := baseline.Open(ctx, *db)
+			store, err := baseline.Open(ctx, storeTarget(*db, nil))
 			if err != nil {
 				return err
 			}
@@ -308,14 +381,14 @@ var baselineImportCmd = &command{
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), *db)
+			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), store.Name())
 			return nil
 		}
 	},
 }
 
 var baselinePruneCmd = &command{
-	usage: "baseline prune [-db PATH] -keep N",
+	usage: "baseline prune [-db PATH|URL] -keep N",
 	short: "keep the newest N runs per workload, fingerprint and kind",
 	long:  "Baseline prune deletes all but the newest N runs of each workload, fingerprint and kind (baseline or candidate).",
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
@@ -325,7 +398,7 @@ var baselinePruneCmd = &command{
 			if *keep < 1 {
 				return usagef("-keep must be at least 1")
 			}
-			store, err := openExisting(ctx, *db)
+			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
 			if err != nil {
 				return err
 			}
@@ -334,7 +407,7 @@ var baselinePruneCmd = &command{
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, *db)
+			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, store.Name())
 			return nil
 		}
 	},

@@ -78,23 +78,32 @@ Run 'gpugate help <command>' for details.
 
 # baseline export
 
-	usage: gpugate baseline export [-db PATH]
+	usage: gpugate baseline export [-db PATH|URL]
 
-	Baseline export writes the store as JSON, so that ephemeral runners can carry baselines as CI artifacts or caches (gpugate baseline import reads it).
+	Baseline export writes the store as JSON, so that ephemeral runners can
+	carry baselines as CI artifacts or caches, and so that a store moves between
+	SQLite and PostgreSQL (gpugate baseline import reads it). Runs are in the
+	order of their creation time, then id; each run keeps its id, its
+	fingerprint and analysis documents byte for byte. An export of one backend,
+	imported into an empty store of the other and exported again, is identical.
 
 	Flags:
 	  -db path
-	    	baseline database path (default ".gpugate/baseline.db")
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 
 # baseline import
 
-	usage: gpugate baseline import [-db PATH] FILE
+	usage: gpugate baseline import [-db PATH|URL] FILE
 
-	Baseline import adds the runs of a gpugate baseline export (FILE, or - for stdin), skipping runs already present.
+	Baseline import adds the runs of a gpugate baseline export (FILE, or - for
+	stdin), skipping runs already present. Every run is checked first — names
+	are UTF-8 text, the kind is baseline or candidate, the time is not in the
+	future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
+	document with at least one profile — and one bad run imports nothing.
 
 	Flags:
 	  -db path
-	    	baseline database path (default ".gpugate/baseline.db")
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 
 # baseline list
 
@@ -104,7 +113,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline database path (default ".gpugate/baseline.db")
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 	  -format format
 	    	output format: text or json (default "text")
 	  -workload string
@@ -112,23 +121,27 @@ Run 'gpugate help <command>' for details.
 
 # baseline prune
 
-	usage: gpugate baseline prune [-db PATH] -keep N
+	usage: gpugate baseline prune [-db PATH|URL] -keep N
 
 	Baseline prune deletes all but the newest N runs of each workload, fingerprint and kind (baseline or candidate).
 
 	Flags:
 	  -db path
-	    	baseline database path (default ".gpugate/baseline.db")
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 	  -keep int
 	    	runs to keep per workload, fingerprint and kind
 
 # baseline record
 
-	usage: gpugate baseline record -workload W [-branch B] [-commit C] [-db PATH] TRACE...
+	usage: gpugate baseline record -workload W [-config perf.yaml] [-branch B] [-commit C] [-db PATH|URL] TRACE...
 
 	Baseline record analyzes the traces (the ranks of one run) and stores them
-	as a baseline run of the workload. The fingerprint is taken from the traces:
-	the GPU model and count they name, and the profiler format.
+	as a baseline run of the workload, with the fingerprint a gpugate run of it
+	would have on this machine: the machine's facts, the Python and torch of
+	the workload's command in perf.yaml (-config), and the profiler the traces'
+	format implies (Kineto: torch, nsys: nsys). A GPU model the traces name that
+	this machine lacks replaces the machine's. So traces of a gpugate run,
+	recorded on the machine that made them, gate the next gpugate run there.
 
 	Flags:
 	  -branch string
@@ -137,10 +150,12 @@ Run 'gpugate help <command>' for details.
 	    	regular expression RE naming communication kernels (default "(?i)nccl|rccl")
 	  -commit string
 	    	commit the run was made on
+	  -config file
+	    	the perf.yaml file that defines the workload (default perf.yaml, when it exists)
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -db path
-	    	baseline database path (default ".gpugate/baseline.db")
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -step-pattern RE
@@ -162,7 +177,7 @@ Run 'gpugate help <command>' for details.
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
-	    	baseline database path (default: perf.yaml's baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -out folder
@@ -174,18 +189,22 @@ Run 'gpugate help <command>' for details.
 
 # baseline show
 
-	usage: gpugate baseline show -workload W [-metric step_time] [-branch main] [-db PATH]
+	usage: gpugate baseline show -workload W [-metric step_time] [-branch main] [-fingerprint HASH] [-db PATH|URL]
 
 	Baseline show prints the per-run median of a metric over the baseline runs of
 	a branch as a small text chart, and tests the history for one sustained shift
 	(a change point: permutation test at α=0.01) so that slow regressions that no
-	single pull request crossed are seen.
+	single pull request crossed are seen. A history is one machine's: it holds
+	the runs of one fingerprint (-fingerprint, default the newest baseline
+	run's), and says how many runs of other fingerprints it left out.
 
 	Flags:
 	  -branch string
 	    	branch (default "main")
 	  -db path
-	    	baseline database path (default ".gpugate/baseline.db")
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -fingerprint hash
+	    	fingerprint hash whose runs to show (default: the newest baseline run's)
 	  -metric name
 	    	metric name (default "step_time")
 	  -workload name
@@ -269,7 +288,7 @@ Run 'gpugate help <command>' for details.
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
-	    	baseline database path (default: perf.yaml's baseline.db, else .gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 	  -format format
 	    	output format: text, markdown or json (default "text")
 	  -nsys path

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/pipeline"
@@ -35,7 +36,7 @@ defaults and prints the workloads as gpugate will run them.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", args[0], len(c.Workloads), c.Baseline.DB, c.Baseline.Branch, c.Baseline.Runs)
+			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", args[0], len(c.Workloads), baseline.Mask(c.Baseline.DB), c.Baseline.Branch, c.Baseline.Runs)
 			for _, w := range c.Workloads {
 				fmt.Fprintf(stdout, "  %s: %s (profiler %s, warmup %d, measure %d steps, repeat %d, timeout %s)\n",
 					w.Name, w.Command, w.Profiler, w.WarmupSteps, w.MeasureSteps, w.Repeat, time.Duration(w.Timeout))
@@ -70,7 +71,7 @@ failed, a fingerprint that matches no baseline).`,
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		format := fs.String("format", "text", "output `format`: text, markdown or json")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
-		dbPath := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db, else .gpugate/baseline.db)")
+		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
 		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -161,6 +162,7 @@ func pipelineOptions(ctx context.Context, stdout, stderr io.Writer, c *config.Co
 
 // runWorkload runs the whole pipeline for a workload; see pipeline.Run.
 func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) (*outcome, error) {
+	o.db = storeTarget(o.db, c)
 	return pipeline.Run(ctx, pipelineOptions(ctx, stdout, stderr, c, w, o))
 }
 

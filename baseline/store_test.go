@@ -1,0 +1,244 @@
+package baseline_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/internal/pgtest"
+)
+
+// Another application's SQLite database is refused before anything is
+// written to it: same bytes, no WAL switch, no -wal or -shm file.
+func TestForeignSQLiteUntouched(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other_app.db")
+	db, _ := sql.Open("sqlite", other)
+	if _, err := db.Exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadFile(other)
+	for _, open := range []func(context.Context, string) (*baseline.Store, error){baseline.Open, baseline.OpenExisting} {
+		if _, err := open(context.Background(), other); err == nil || !strings.Contains(err.Error(), "not a gpugate baseline store") {
+			t.Errorf("open other_app.db: error %v, want a refusal", err)
+		}
+	}
+	if after, _ := os.ReadFile(other); !bytes.Equal(before, after) {
+		t.Error("another application's database was modified")
+	}
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Stat(other + suffix); err == nil {
+			t.Errorf("%s appeared", filepath.Base(other+suffix))
+		}
+	}
+}
+
+// File names are files, never URIs: '?', '#' and '%' are part of the name.
+func TestPathsAreNotURIs(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a?b.db", "rank#1.db", "x%3Fy.db", "mode=ro?c.db"} {
+		path := filepath.Join(dir, name)
+		s, err := baseline.Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", name, err)
+		}
+		if _, err := s.Record(context.Background(), run(doc(t), "c")); err != nil {
+			t.Fatalf("Record in %q: %v", name, err)
+		}
+		s.Close()
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%q was not created: %v", name, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), "-wal") && !strings.HasSuffix(e.Name(), "-shm") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) != 4 {
+		t.Errorf("files %q, want exactly the four named ones", names)
+	}
+}
+
+// A read-only store serves every read — runs, baselines, series, export —
+// and refuses writes with a clear error, the file unchanged.
+func TestReadOnlyServesReads(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ro.db")
+	s, _ := baseline.Open(ctx, path)
+	s.Record(ctx, run(doc(t), "c1"))
+	s.Close()
+	os.Chmod(path, 0o444)
+	before, _ := os.ReadFile(path)
+	s, err := baseline.OpenExisting(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.ReadOnly() {
+		t.Error("ReadOnly() = false for a 0444 file")
+	}
+	if rs, err := s.Runs(ctx, baseline.Filter{}); err != nil || len(rs) != 1 {
+		t.Errorf("Runs: %d, %v", len(rs), err)
+	}
+	if rs, err := s.Baselines(ctx, "w", "main", "abc", 5); err != nil || len(rs) != 1 {
+		t.Errorf("Baselines: %d, %v", len(rs), err)
+	}
+	if pts, err := s.Series(ctx, "w", "main", "abc", "step_time_ns"); err != nil || len(pts) != 1 {
+		t.Errorf("Series: %d, %v", len(pts), err)
+	}
+	if e, err := s.Export(ctx); err != nil || len(e.Runs) != 1 {
+		t.Errorf("Export: %v", err)
+	}
+	if _, err := s.Record(ctx, run(doc(t), "c2")); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Record into a read-only store: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Error("the read-only file changed")
+	}
+}
+
+// Import checks every run first and imports all or nothing.
+func TestImportValidates(t *testing.T) {
+	d := doc(t)
+	good := baseline.ExportedRun{ID: 1, Workload: "w", Branch: "main", Commit: "c", Created: 1700000000, Kind: "baseline", Profiler: "nsys",
+		FingerprintHash: "abc", Fingerprint: json.RawMessage(`{"gpu":"A100"}`), Version: "t", Analysis: json.RawMessage(d)}
+	cases := []struct {
+		name string
+		edit func(*baseline.ExportedRun)
+		want string
+	}{
+		{"future", func(x *baseline.ExportedRun) { x.Created = time.Date(5138, 1, 1, 0, 0, 0, 0, time.UTC).Unix() }, "in the future"},
+		{"null analysis", func(x *baseline.ExportedRun) { x.Analysis = json.RawMessage(`null`) }, "analysis"},
+		{"no profiles", func(x *baseline.ExportedRun) { x.Analysis = json.RawMessage(`{"profiles":[]}`) }, "analysis"},
+		{"bad utf-8", func(x *baseline.ExportedRun) { x.Workload = "w\xff" }, "UTF-8"},
+		{"empty workload", func(x *baseline.ExportedRun) { x.Workload = "" }, "workload is empty"},
+		{"kind", func(x *baseline.ExportedRun) { x.Kind = "other" }, "kind"},
+		{"fingerprint", func(x *baseline.ExportedRun) { x.Fingerprint = json.RawMessage(`"x"`) }, "fingerprint"},
+	}
+	each(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		target := be.new(t)
+		s, err := baseline.Open(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, c := range cases {
+			bad := good
+			bad.ID = 2
+			c.edit(&bad)
+			_, err := s.Import(ctx, &baseline.Export{Format: 1, Runs: []baseline.ExportedRun{good, bad}})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing imported") {
+				t.Errorf("%s: error %v, want %q and nothing imported", c.name, err, c.want)
+			}
+			if n := countIn(t, be, target, "runs"); n != 0 {
+				t.Fatalf("%s: %d runs stored after a failed import, want 0", c.name, n)
+			}
+		}
+		if n, err := s.Import(ctx, &baseline.Export{Format: 1, Runs: []baseline.ExportedRun{good}}); n != 1 || err != nil {
+			t.Errorf("good import: %d, %v", n, err)
+		}
+	})
+}
+
+// The password of a postgres:// URL is in no message: not in the store's
+// name, not in errors of a wrong password, not in the database.
+func TestPostgresPasswordNeverShown(t *testing.T) {
+	ctx := context.Background()
+	target := pgtest.DB(t)
+	s, err := baseline.Open(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.Name(), "S3cret") || !strings.Contains(s.Name(), "***") {
+		t.Errorf("Name() = %q", s.Name())
+	}
+	s.Record(ctx, run(doc(t), "c"))
+	s.Close()
+	wrong := strings.Replace(target, "S3cret", "Wr0ng", 1)
+	_, err = baseline.Open(ctx, wrong)
+	if err == nil {
+		t.Fatal("a wrong password opened the store")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "Wr0ng") || strings.Contains(msg, "S3cret") || strings.Contains(msg, "\n") {
+		t.Errorf("error shows the password or spans lines: %q", msg)
+	}
+	t.Logf("wrong password: %s", msg)
+	if m := baseline.Mask(target); strings.Contains(m, "S3cret") {
+		t.Errorf("Mask = %q", m)
+	}
+	// PGPASSWORD works as with libpq: a URL without the password.
+	bare := strings.Replace(target, ":"+strings.Split(strings.Split(target, "://")[1], "@")[0][len(pgtest.Role)+1:]+"@", "@", 1)
+	t.Setenv("PGPASSWORD", pgtest.Password)
+	s, err = baseline.OpenExisting(ctx, bare)
+	if err != nil {
+		t.Fatalf("PGPASSWORD: %v", err)
+	}
+	s.Close()
+	// Nothing stored holds it.
+	var n int
+	pgtest.Super(t, pgtest.Name(target)).QueryRow(`SELECT count(*) FROM runs WHERE fingerprint LIKE '%S3cret%' OR analysis LIKE '%S3cret%'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("%d stored runs hold the password", n)
+	}
+}
+
+// Recorders whose server goes away mid-run fail with one line, and what
+// is stored afterwards is whole: no run without its rows.
+func TestPostgresServerGone(t *testing.T) {
+	db := pgtest.DB(t)
+	docPath := filepath.Join(t.TempDir(), "doc.json")
+	os.WriteFile(docPath, doc(t), 0o644)
+	var out [4]bytes.Buffer
+	var cmds []*childProc
+	for i := range out {
+		c := child(t, db, docPath, -1)
+		c.Stderr = &out[i]
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, &childProc{c})
+	}
+	time.Sleep(2 * time.Second)
+	if err := pgtest.StopServer(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cmds {
+		err := c.Wait()
+		ee, ok := err.(interface{ Sys() any })
+		if err == nil || !ok {
+			t.Fatalf("recorder %d: %v, want a failure", i, err)
+		}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || ws.ExitStatus() != 4 {
+			t.Errorf("recorder %d exit %v, want 4 (Record failed)", i, err)
+		}
+		msg := strings.TrimSpace(out[i].String())
+		if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "record run in postgres://") || strings.Contains(msg, "S3cret") {
+			t.Errorf("recorder %d said %q, want one line naming the masked store", i, msg)
+		}
+	}
+	t.Logf("recorder error: %s", strings.TrimSpace(out[0].String()))
+	if err := pgtest.StartServer(); err != nil {
+		t.Fatal(err)
+	}
+	runs := checkWhole(t, backends[1], db)
+	t.Logf("%d whole runs stored before the server stopped", runs)
+	_ = fmt.Sprint
+}
+
+type childProc struct{ *exec.Cmd }

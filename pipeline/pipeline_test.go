@@ -1,0 +1,155 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/internal/pgtest"
+	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/pipeline"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/trace/nsys"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+// doc is a real analysis document: the hand-made two-process export.
+func doc(t *testing.T) []byte {
+	t.Helper()
+	db := testdb.FromSQL(t, filepath.Join("..", "trace", "nsys", "testdata", "two-process-2022.4.sql"))
+	ps, err := nsys.ReadFile(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*analysis.Result
+	for _, p := range ps {
+		rs = append(rs, analysis.Analyze(p, analysis.Options{}))
+	}
+	var buf bytes.Buffer
+	report.NewAnalysis(rs).WriteJSON(&buf)
+	return buf.Bytes()
+}
+
+var (
+	here  = runner.Fingerprint{GPU: "NVIDIA A100-SXM4-80GB", GPUCount: 8, Driver: "550", CUDA: "12.4", Torch: "2.4.0", Profiler: "nsys"}
+	there = runner.Fingerprint{GPU: "Tesla V100-SXM2-16GB", GPUCount: 8, Driver: "550", CUDA: "12.4", Torch: "2.4.0", Profiler: "nsys"}
+)
+
+func record(t *testing.T, s *baseline.Store, d []byte, fp runner.Fingerprint, commit string, created time.Time) {
+	t.Helper()
+	b, _ := json.Marshal(fp)
+	if _, err := s.Record(context.Background(), baseline.Run{Workload: "w", Branch: "main", Commit: commit, Created: created, Kind: "baseline",
+		Profiler: fp.Profiler, FingerprintHash: fp.Hash(), Fingerprint: b, Version: "t", Analysis: d}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One run of this machine and five newer runs of another: the one that
+// matches is the baseline, on both backends.
+func TestSelectBaselineByFingerprint(t *testing.T) {
+	for _, target := range []func() string{func() string { return filepath.Join(t.TempDir(), "b.db") }, func() string { return pgtest.DB(t) }} {
+		ctx := context.Background()
+		s, err := baseline.Open(ctx, target())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := doc(t)
+		now := time.Now()
+		record(t, s, d, here, "match", now.Add(-time.Hour))
+		for i := range 5 {
+			record(t, s, d, there, fmt.Sprint("other", i), now.Add(time.Duration(i)*time.Minute))
+		}
+		sel, err := pipeline.SelectBaseline(ctx, s, pipeline.Query{Workload: "w", Branch: "main", Fingerprint: here, K: 5})
+		if err != nil || len(sel.Runs) != 1 || sel.Commits[0] != "match" {
+			t.Errorf("%s: selection %+v, %v; want the one matching run", s.Name(), sel, err)
+		}
+		// A machine with no baseline of its own: the difference is named.
+		third := here
+		third.GPU = "NVIDIA H100"
+		sel, err = pipeline.SelectBaseline(ctx, s, pipeline.Query{Workload: "w", Branch: "main", Fingerprint: third, K: 5})
+		if err != nil || len(sel.Runs) != 0 || !strings.Contains(strings.Join(sel.Mismatch, ";"), "H100") {
+			t.Errorf("%s: no match: %+v, %v", s.Name(), sel, err)
+		}
+		s.Close()
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A branch forked from main at m2; main went on to m3 and m4. The
+// branch's baseline is the runs of m1 and m2, not the newer ones.
+func TestSelectBaselineAtMergeBase(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "main")
+	commit := func(msg string) string {
+		os.WriteFile(filepath.Join(repo, "f"), []byte(msg), 0o644)
+		git(t, repo, "add", "f")
+		git(t, repo, "commit", "-q", "-m", msg)
+		return git(t, repo, "rev-parse", "HEAD")
+	}
+	m1, m2 := commit("m1"), commit("m2")
+	git(t, repo, "checkout", "-q", "-b", "feature")
+	commit("f1")
+	git(t, repo, "checkout", "-q", "main")
+	m3, m4 := commit("m3"), commit("m4")
+	git(t, repo, "checkout", "-q", "feature")
+
+	s, _ := baseline.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	defer s.Close()
+	d := doc(t)
+	now := time.Now().Add(-time.Hour)
+	for i, c := range []string{m1, m2, m3, m4} {
+		record(t, s, d, here, c, now.Add(time.Duration(i)*time.Minute))
+	}
+	mb, err := pipeline.MergeBase(ctx, repo, "HEAD", "main")
+	if err != nil || mb != m2 {
+		t.Fatalf("MergeBase = %s, %v; want m2 %s", mb, err, m2)
+	}
+	sel, err := pipeline.SelectBaseline(ctx, s, pipeline.Query{Workload: "w", Branch: "main", Fingerprint: here, K: 5, MergeBase: mb, Repo: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{pipeline.Short(m2), pipeline.Short(m1)}
+	if strings.Join(sel.Commits, ",") != strings.Join(want, ",") || sel.Note != "" {
+		t.Errorf("commits %v (note %q), want m2, m1 %v", sel.Commits, sel.Note, want)
+	}
+	// K=1: the newest at or before the merge-base.
+	sel, _ = pipeline.SelectBaseline(ctx, s, pipeline.Query{Workload: "w", Branch: "main", Fingerprint: here, K: 1, MergeBase: mb, Repo: repo})
+	if len(sel.Commits) != 1 || sel.Commits[0] != pipeline.Short(m2) {
+		t.Errorf("K=1: %v, want m2", sel.Commits)
+	}
+	// Commits git does not know (a shallow clone): the newest, with a note.
+	s2, _ := baseline.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	defer s2.Close()
+	record(t, s2, d, here, "0123456789abcdef0123456789abcdef01234567", now)
+	sel, _ = pipeline.SelectBaseline(ctx, s2, pipeline.Query{Workload: "w", Branch: "main", Fingerprint: here, K: 5, MergeBase: mb, Repo: repo})
+	if len(sel.Runs) != 1 || !strings.Contains(sel.Note, "shallow") {
+		t.Errorf("unknown commits: %d runs, note %q", len(sel.Runs), sel.Note)
+	}
+}
