@@ -236,16 +236,44 @@ func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) e
 // the baseline and compare.
 func Run(ctx context.Context, o Options) (*Outcome, error) {
 	o.defaults()
+	var store *baseline.Store
+	if o.Workload.Profiler != runner.None {
+		// The store is opened first: an unreachable server or a refused
+		// file fails before the job spends its minutes.
+		var err error
+		if store, err = openStore(ctx, o); err != nil {
+			return nil, err
+		}
+		defer store.Close()
+	}
 	ex, err := Execute(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return Judge(ctx, o, ex)
+	return judge(ctx, o, ex, store)
+}
+
+// openStore opens the store for recording (o.Record) or for gating: a
+// store that does not exist yet is created, a read-only one serves reads.
+func openStore(ctx context.Context, o Options) (*baseline.Store, error) {
+	if o.Record {
+		return baseline.Open(ctx, o.DB)
+	}
+	store, err := baseline.OpenExisting(ctx, o.DB)
+	if err != nil && !baseline.IsURL(o.DB) && !exists(o.DB) {
+		// No store yet: create it, so that this candidate is kept.
+		return baseline.Open(ctx, o.DB)
+	}
+	return store, err
 }
 
 // Judge stores an execution and compares it with its baseline.
 func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 	o.defaults()
+	return judge(ctx, o, ex, nil)
+}
+
+func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store) (*Outcome, error) {
 	c, w := o.Config, o.Workload
 	if ex.Profiler == runner.None {
 		return &Outcome{Workload: w.Name, Fingerprint: ex.Fingerprint, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
@@ -258,18 +286,13 @@ func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 	if o.Record {
 		kind = "baseline"
 	}
-	var store *baseline.Store
-	var err error
-	if o.Record {
-		store, err = baseline.Open(ctx, o.DB)
-	} else if store, err = baseline.OpenExisting(ctx, o.DB); err != nil && !baseline.IsURL(o.DB) && !exists(o.DB) {
-		// No store yet: create it, so that this candidate is kept.
-		store, err = baseline.Open(ctx, o.DB)
+	if store == nil {
+		var err error
+		if store, err = openStore(ctx, o); err != nil {
+			return nil, err
+		}
+		defer store.Close()
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
 	if store.ReadOnly() {
 		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", store.Name())
 	} else if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {

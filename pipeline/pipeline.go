@@ -113,6 +113,7 @@ type Execution struct {
 // taken. RunOnce runs it; Execute runs it Repeat times.
 type Plan struct {
 	o        Options
+	name     string // the job's name in its log lines
 	Profiler string
 	FP       runner.Fingerprint
 	gpu      bool
@@ -127,7 +128,7 @@ type Plan struct {
 func Prepare(ctx context.Context, o Options) (*Plan, error) {
 	o.defaults()
 	w := o.Workload
-	p := &Plan{o: o, Profiler: w.Profiler, gpu: runner.HasGPU(ctx)}
+	p := &Plan{o: o, name: w.Name, Profiler: w.Profiler, gpu: runner.HasGPU(ctx)}
 	if b, err := nsys.FindCLI(o.Nsys); err == nil {
 		p.nsysBin = b
 	}
@@ -181,7 +182,7 @@ type Once struct {
 func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	w := p.o.Workload
 	res, err := runner.Run(ctx, runner.Job{
-		Name: w.Name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
+		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
 		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log,
 	})

@@ -14,11 +14,14 @@ import (
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/pgtest"
 	"github.com/gpugate/gpugate/internal/testdb"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/stats"
 	"github.com/gpugate/gpugate/trace/nsys"
 )
 
@@ -151,5 +154,72 @@ func TestSelectBaselineAtMergeBase(t *testing.T) {
 	sel, _ = pipeline.SelectBaseline(ctx, s2, pipeline.Query{Workload: "w", Branch: "main", Fingerprint: here, K: 5, MergeBase: mb, Repo: repo})
 	if len(sel.Runs) != 1 || !strings.Contains(sel.Note, "shallow") {
 		t.Errorf("unknown commits: %d runs, note %q", len(sel.Runs), sel.Note)
+	}
+}
+
+func execution(t *testing.T, fp runner.Fingerprint) *pipeline.Execution {
+	t.Helper()
+	d := doc(t)
+	var a report.Analysis
+	if err := json.Unmarshal(d, &a); err != nil {
+		t.Fatal(err)
+	}
+	return &pipeline.Execution{Workload: "w", Profiler: fp.Profiler, Fingerprint: fp, Runs: []gate.Run{a.Results()}, Docs: [][]byte{d}}
+}
+
+func cfg(t *testing.T, extra string) (*config.Config, *config.Workload) {
+	t.Helper()
+	c, err := config.Parse([]byte("version: 1\nworkloads:\n  - name: w\n    command: [\"true\"]\n    profiler: nsys\n"+extra), filepath.Join(t.TempDir(), "perf.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := c.Workload("")
+	return c, w
+}
+
+// No baseline is a stated outcome: verdict no-baseline, a warning with the
+// command that records one, exit 0 by default and an error with
+// baseline.on_missing: fail.
+func TestNoBaseline(t *testing.T) {
+	ctx := context.Background()
+	for _, onMissing := range []string{"", "fail"} {
+		extra := ""
+		if onMissing != "" {
+			extra = "baseline:\n  on_missing: " + onMissing + "\n"
+		}
+		c, w := cfg(t, extra)
+		db := filepath.Join(t.TempDir(), "b.db")
+		oc, err := pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: db, Branch: "main"}, execution(t, here))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if oc.Report.Verdict != stats.NoBaseline || !strings.Contains(strings.Join(oc.Report.Warnings, " "), "gpugate baseline refresh -config") {
+			t.Errorf("on_missing %q: verdict %s, warnings %q", onMissing, oc.Report.Verdict, oc.Report.Warnings)
+		}
+		if (oc.Err != nil) != (onMissing == "fail") {
+			t.Errorf("on_missing %q: Err = %v", onMissing, oc.Err)
+		}
+	}
+}
+
+// A read-only store gates without recording the candidate.
+func TestJudgeReadOnlyStore(t *testing.T) {
+	ctx := context.Background()
+	c, w := cfg(t, "")
+	db := filepath.Join(t.TempDir(), "b.db")
+	s, _ := baseline.Open(ctx, db)
+	record(t, s, doc(t), here, "m1", time.Now().Add(-time.Minute))
+	s.Close()
+	os.Chmod(db, 0o444)
+	var log bytes.Buffer
+	oc, err := pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: db, Branch: "main", Log: &log}, execution(t, here))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oc.Base) != 1 || oc.Report.Verdict == stats.NoBaseline {
+		t.Errorf("read-only store: %d baseline runs, verdict %s", len(oc.Base), oc.Report.Verdict)
+	}
+	if !strings.Contains(log.String(), "read-only") {
+		t.Errorf("log %q does not say the run was not recorded", log.String())
 	}
 }

@@ -9,8 +9,10 @@ Usage:
 
 Commands:
 
+	ab                 run the base and the head commit interleaved on this machine and compare them (no stored baseline)
 	action             run as the GitHub Action (reads the inputs that action.yml passes)
 	analyze            reduce profiler traces to per-step metrics
+	baseline cache-key print the actions/cache path and keys that carry the SQLite store across ephemeral runners
 	baseline export    write every stored run as portable JSON to stdout
 	baseline import    add the runs of an export to the store
 	baseline list      list the stored runs
@@ -25,6 +27,47 @@ Commands:
 
 Exit status: 0 no regression, 1 regression, 2 trouble (bad input, job failed).
 Run 'gpugate help <command>' for details.
+
+# ab
+
+	usage: gpugate ab -config perf.yaml -base REF [-head REF] [-workload NAME] [-pairs N] [-warmup] [-format text|markdown|json] [-out DIR]
+
+	Ab answers "on this very machine, right now, is head slower than base?". It
+	checks the base revision out into a temporary git worktree (and the head
+	revision too when -head is given; without it the head is the working tree
+	as it is), runs the workload on both sides interleaved — base, head, base,
+	head, … for N pairs, after one discarded warm-up pair with -warmup — and
+	compares the two sides with each run as a unit, as compare -runs does. The
+	log shows the order the runs were made in.
+
+	The head's perf.yaml defines the workload for both sides, so that both run
+	the same command; each side runs in its own checkout. perf.yaml's
+	ab.setup.base and ab.setup.head run once in their side's checkout before its
+	first run (e.g. pip install -e .). Nothing is read from or written to the
+	baseline store, and both sides share one machine: no fingerprint mismatch
+	is possible.
+
+	Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.
+
+	Flags:
+	  -base revision
+	    	the base revision (branch, tag or commit)
+	  -config file
+	    	the perf.yaml file (default "perf.yaml")
+	  -format format
+	    	output format: text, markdown or json (default "text")
+	  -head revision
+	    	the head revision (default: the working tree)
+	  -nsys path
+	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
+	  -out folder
+	    	artifacts folder (default .gpugate/runs/WORKLOAD/ab-TIME)
+	  -pairs pairs
+	    	base/head pairs to run (default: ab.pairs of perf.yaml, else the workload's repeat, at least 3)
+	  -warmup
+	    	run one more pair first and discard it (default: ab.warmup of perf.yaml)
+	  -workload string
+	    	the workload to run (default: the only one)
 
 # action
 
@@ -75,6 +118,37 @@ Run 'gpugate help <command>' for details.
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+
+# baseline cache-key
+
+	usage: gpugate baseline cache-key -config perf.yaml [-workload NAME] [-db PATH]
+
+	Baseline cache-key prints, as name=value lines for $GITHUB_OUTPUT, where
+	the SQLite store is (path) and the actions/cache keys that carry it from
+	one ephemeral runner to the next:
+
+	  path=$RUNNER_TOOL_CACHE/gpugate/baseline.db
+	  key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-RUNID-ATTEMPT
+	  restore-key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-
+
+	A cache entry is immutable, so every run saves under a key of its own
+	(key, from GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT) and restores the newest
+	entry of its workload and machine (restore-key, a prefix). FINGERPRINT is
+	the hash gpugate run stores with each run: hardware, driver, CUDA, torch,
+	Python and profiler, so that a store restored onto another kind of machine
+	holds no baseline it could be compared with. WORKLOAD is the workload's
+	name reduced to [a-z0-9._-]. With a postgres:// store there is nothing to
+	cache: path is empty.
+
+	Flags:
+	  -config file
+	    	the perf.yaml file (default "perf.yaml")
+	  -db path
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -nsys path
+	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
+	  -workload string
+	    	the workload (default: the only one)
 
 # baseline export
 

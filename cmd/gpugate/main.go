@@ -50,7 +50,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd, actionCmd,
-		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd}
+		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd}
 }
 
 // usageError is a mistake in the command line.

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/pipeline"
+)
+
+var abCmd = &command{
+	usage: "ab -config perf.yaml -base REF [-head REF] [-workload NAME] [-pairs N] [-warmup] [-format text|markdown|json] [-out DIR]",
+	short: "run the base and the head commit interleaved on this machine and compare them (no stored baseline)",
+	long: `
+Ab answers "on this very machine, right now, is head slower than base?". It
+checks the base revision out into a temporary git worktree (and the head
+revision too when -head is given; without it the head is the working tree
+as it is), runs the workload on both sides interleaved — base, head, base,
+head, … for N pairs, after one discarded warm-up pair with -warmup — and
+compares the two sides with each run as a unit, as compare -runs does. The
+log shows the order the runs were made in.
+
+The head's perf.yaml defines the workload for both sides, so that both run
+the same command; each side runs in its own checkout. perf.yaml's
+ab.setup.base and ab.setup.head run once in their side's checkout before its
+first run (e.g. pip install -e .). Nothing is read from or written to the
+baseline store, and both sides share one machine: no fingerprint mismatch
+is possible.
+
+Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
+		workload := fs.String("workload", "", "the workload to run (default: the only one)")
+		base := fs.String("base", "", "the base `revision` (branch, tag or commit)")
+		head := fs.String("head", "", "the head `revision` (default: the working tree)")
+		pairs := fs.Int("pairs", 0, "base/head `pairs` to run (default: ab.pairs of perf.yaml, else the workload's repeat, at least 3)")
+		warmup := fs.Bool("warmup", false, "run one more pair first and discard it (default: ab.warmup of perf.yaml)")
+		format := fs.String("format", "text", "output `format`: text, markdown or json")
+		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/ab-TIME)")
+		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected arguments %q", args)
+			}
+			if *base == "" {
+				return usagef("want -base REF")
+			}
+			if *pairs < 0 {
+				return usagef("-pairs must be at least 1")
+			}
+			switch *format {
+			case "text", "markdown", "json":
+			default:
+				return usagef("-format must be text, markdown or json, not %q", *format)
+			}
+			c, err := config.Load(*cfgPath)
+			if err != nil {
+				return err
+			}
+			w, err := c.Workload(*workload)
+			if err != nil {
+				return err
+			}
+			oc, err := pipeline.AB(ctx, pipeline.ABOptions{Config: c, Workload: w, Base: *base, Head: *head, Pairs: *pairs,
+				Warmup: *warmup || c.AB.Warmup, Out: *outDir, Nsys: nsysFlag(*nsysPath), Stdout: stdout, Log: stderr})
+			if err != nil {
+				return err
+			}
+			return finish(stdout, *format, oc)
+		}
+	},
+}
+
+var cacheKeyCmd = &command{
+	usage: "baseline cache-key -config perf.yaml [-workload NAME] [-db PATH]",
+	short: "print the actions/cache path and keys that carry the SQLite store across ephemeral runners",
+	long: `
+Baseline cache-key prints, as name=value lines for $GITHUB_OUTPUT, where
+the SQLite store is (path) and the actions/cache keys that carry it from
+one ephemeral runner to the next:
+
+  path=$RUNNER_TOOL_CACHE/gpugate/baseline.db
+  key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-RUNID-ATTEMPT
+  restore-key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-
+
+A cache entry is immutable, so every run saves under a key of its own
+(key, from GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT) and restores the newest
+entry of its workload and machine (restore-key, a prefix). FINGERPRINT is
+the hash gpugate run stores with each run: hardware, driver, CUDA, torch,
+Python and profiler, so that a store restored onto another kind of machine
+holds no baseline it could be compared with. WORKLOAD is the workload's
+name reduced to [a-z0-9._-]. With a postgres:// store there is nothing to
+cache: path is empty.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
+		workload := fs.String("workload", "", "the workload (default: the only one)")
+		db := dbFlag(fs)
+		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
+		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			c, err := config.Load(*cfgPath)
+			if err != nil {
+				return err
+			}
+			w, err := c.Workload(*workload)
+			if err != nil {
+				return err
+			}
+			p, err := pipeline.Prepare(ctx, pipeline.Options{Config: c, Workload: w, Nsys: nsysFlag(*nsysPath)})
+			if err != nil {
+				return err
+			}
+			path := storeTarget(*db, c)
+			if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+				path = ""
+			}
+			prefix := cacheKeyPrefix(w.Name, p.FP.Hash())
+			run := os.Getenv("GITHUB_RUN_ID")
+			if run == "" {
+				run = "local"
+			}
+			attempt := os.Getenv("GITHUB_RUN_ATTEMPT")
+			if attempt == "" {
+				attempt = "1"
+			}
+			fmt.Fprintf(stdout, "path=%s\nkey=%s%s-%s\nrestore-key=%s\n", oneLineValue(path), prefix, slug(run), slug(attempt), prefix)
+			return nil
+		}
+	},
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// slug reduces a name to what a cache key and a file name may hold.
+func slug(s string) string {
+	s = strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-.")
+	if s == "" {
+		return "x"
+	}
+	return s
+}
+
+func cacheKeyPrefix(workload, fingerprint string) string {
+	return "gpugate-baseline-v1-" + slug(workload) + "-" + slug(fingerprint) + "-"
+}
+
+// oneLineValue keeps a name=value line one line.
+func oneLineValue(s string) string {
+	return strings.NewReplacer("\n", "", "\r", "").Replace(s)
+}
