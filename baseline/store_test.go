@@ -242,3 +242,38 @@ func TestPostgresServerGone(t *testing.T) {
 }
 
 type childProc struct{ *exec.Cmd }
+
+// A reader in the middle of a transaction does not keep a writer from
+// recording.
+func TestReadsDoNotBlockWriters(t *testing.T) {
+	each(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		target := be.new(t)
+		s, err := baseline.Open(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		d := doc(t)
+		s.Record(ctx, run(d, "c1"))
+		tx, err := be.raw(t, target).BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		var n int
+		if err := tx.QueryRow(`SELECT count(*) FROM runs`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("reader: %d, %v", n, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := s.Record(wctx, run(d, "c2")); err != nil {
+			t.Fatalf("record while a reader is open: %v", err)
+		}
+		// The reader's snapshot is unchanged; the store has both.
+		tx.QueryRow(`SELECT count(*) FROM runs`).Scan(&n)
+		if rs, _ := s.Runs(ctx, baseline.Filter{}); len(rs) != 2 {
+			t.Errorf("%d runs after the write, want 2", len(rs))
+		}
+	})
+}

@@ -37,7 +37,7 @@ func TestScript(t *testing.T) {
 		Setup: func(e *testscript.Env) error {
 			// Scripts that time real training runs must not share the CPU
 			// with each other: testscript runs scripts in parallel.
-			if name := filepath.Base(e.WorkDir); strings.Contains(name, "run_demo") || strings.Contains(name, "baseline_refresh") {
+			if name := filepath.Base(e.WorkDir); strings.Contains(name, "run_demo") || strings.Contains(name, "baseline_refresh") || strings.Contains(name, "ab_demo") {
 				timing.Lock()
 				e.Defer(timing.Unlock)
 			}
