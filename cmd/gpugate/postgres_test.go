@@ -90,4 +90,17 @@ func TestRunPostgres(t *testing.T) {
 	if _, stdout, _ := run("baseline", "list", "-db", url); strings.Count(stdout, "resnet") != 2 {
 		t.Errorf("after the server came back: want the 2 runs of before, got\n%s", stdout)
 	}
+	// baseline record and refresh write to PostgreSQL too.
+	if code, stdout, stderr := run("baseline", "record", "-config", cfg, "-workload", "resnet", "-db", url, trace); code != 0 || !strings.Contains(stdout, "recorded run") {
+		t.Errorf("baseline record: exit %d %s %s", code, stdout, stderr)
+	}
+	if code, _, stderr := run("baseline", "refresh", "-config", cfg, "-runs", "2", "-db", url, "-out", filepath.Join(dir, "r4")); code != 0 {
+		t.Errorf("baseline refresh: exit %d %s", code, stderr)
+	}
+	// The recorded trace names its V100 and this machine has none: the
+	// recorded run has a fingerprint of its own, and show, which stays in
+	// one fingerprint, leaves it out and says so.
+	if code, stdout, _ := run("baseline", "show", "-db", url, "-workload", "resnet"); code != 0 || !strings.Contains(stdout, "3 runs") || !strings.Contains(stdout, "1 baseline run(s) of other fingerprints left out") {
+		t.Errorf("baseline show after record and refresh: exit %d\n%s", code, stdout)
+	}
 }
