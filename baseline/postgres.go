@@ -162,10 +162,25 @@ func openPostgres(ctx context.Context, target string, readOK bool) (*Store, erro
 		return fail(err)
 	}
 	switch {
+	case v == 0 && readOK:
+		db.Close()
+		return fail(fmt.Errorf("no gpugate store in this database yet (schema %s is absent or empty)", pgSchema))
 	case v > len(pgMigrations):
 		db.Close()
 		return fail(fmt.Errorf("schema version %d is newer than this gpugate knows (%d): upgrade gpugate", v, len(pgMigrations)))
 	case v == len(pgMigrations):
+		// A role that may only read serves reads, as a read-only SQLite
+		// file does.
+		var insert bool
+		if err := db.QueryRowContext(ctx, `SELECT has_table_privilege(current_user, $1, 'INSERT')`, pgSchema+".runs").Scan(&insert); err != nil {
+			db.Close()
+			return fail(err)
+		}
+		s.readOnly = !insert
+		if s.readOnly && !readOK {
+			db.Close()
+			return fail(errors.New("this role may not write the store (no INSERT on " + pgSchema + ".runs)"))
+		}
 		return s, nil
 	}
 	if err := s.migratePostgres(ctx); err != nil {

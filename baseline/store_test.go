@@ -277,3 +277,45 @@ func TestReadsDoNotBlockWriters(t *testing.T) {
 		}
 	})
 }
+
+// A PostgreSQL role that may only read serves reads and refuses writes
+// with a clear error; OpenExisting of a database with no store says so.
+func TestPostgresReadOnlyRole(t *testing.T) {
+	ctx := context.Background()
+	target := pgtest.DB(t)
+	if _, err := baseline.OpenExisting(ctx, target); err == nil || !strings.Contains(err.Error(), "no gpugate store in this database yet") {
+		t.Errorf("OpenExisting of an empty database: %v", err)
+	}
+	s, _ := baseline.Open(ctx, target)
+	s.Record(ctx, run(doc(t), "c1"))
+	s.Close()
+	super := pgtest.Super(t, pgtest.Name(target))
+	for _, q := range []string{`DROP ROLE IF EXISTS gpugate_reader`, `CREATE ROLE gpugate_reader LOGIN PASSWORD 'reader-pw'`,
+		`GRANT USAGE ON SCHEMA gpugate TO gpugate_reader`, `GRANT SELECT ON ALL TABLES IN SCHEMA gpugate TO gpugate_reader`} {
+		if _, err := super.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		super.Exec(`REVOKE ALL ON ALL TABLES IN SCHEMA gpugate FROM gpugate_reader`)
+		super.Exec(`REVOKE ALL ON SCHEMA gpugate FROM gpugate_reader`)
+	})
+	ro := pgtest.URLAs("gpugate_reader", "reader-pw", pgtest.Name(target))
+	if _, err := baseline.Open(ctx, ro); err == nil || !strings.Contains(err.Error(), "may not write") {
+		t.Errorf("Open as a reader: %v", err)
+	}
+	r, err := baseline.OpenExisting(ctx, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.ReadOnly() {
+		t.Error("ReadOnly() = false for a role without INSERT")
+	}
+	if rs, err := r.Baselines(ctx, "w", "main", "abc", 5); err != nil || len(rs) != 1 {
+		t.Errorf("Baselines as a reader: %d, %v", len(rs), err)
+	}
+	if _, err := r.Record(ctx, run(doc(t), "c2")); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Record as a reader: %v", err)
+	}
+}

@@ -259,8 +259,17 @@ func openStore(ctx context.Context, o Options) (*baseline.Store, error) {
 	if o.Record {
 		return baseline.Open(ctx, o.DB)
 	}
+	if baseline.IsURL(o.DB) {
+		// A new database gets its schema; a role that may only read
+		// gates without recording.
+		store, err := baseline.OpenExisting(ctx, o.DB)
+		if err != nil && strings.Contains(err.Error(), "no gpugate store in this database yet") {
+			return baseline.Open(ctx, o.DB)
+		}
+		return store, err
+	}
 	store, err := baseline.OpenExisting(ctx, o.DB)
-	if err != nil && !baseline.IsURL(o.DB) && !exists(o.DB) {
+	if err != nil && !exists(o.DB) {
 		// No store yet: create it, so that this candidate is kept.
 		return baseline.Open(ctx, o.DB)
 	}

@@ -165,8 +165,11 @@ func DB(t testing.TB) string {
 }
 
 // URL is the postgres:// URL of database name as Role.
-func URL(name string) string {
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(Role, Password), Path: "/" + name, RawQuery: "host=" + url.QueryEscape(c.sock)}
+func URL(name string) string { return URLAs(Role, Password, name) }
+
+// URLAs is the postgres:// URL of database name as role.
+func URLAs(role, password, name string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(role, password), Path: "/" + name, RawQuery: "host=" + url.QueryEscape(c.sock)}
 	return u.String()
 }
 
