@@ -368,7 +368,7 @@ func noise(rep *Report, th stats.Thresholds) (unit, text string) {
 		if s.Runs < 2 {
 			return fmt.Sprintf("1 %s run", side)
 		}
-		return fmt.Sprintf("%d %s runs whose median step times spread by %.1f%%", s.Runs, side, 100*s.Spread)
+		return fmt.Sprintf("%d %s runs, whose median step times spread by %.1f%%", s.Runs, side, 100*s.Spread)
 	}
 	seen := spread(st.Baseline, "baseline") + ", " + spread(st.Candidate, "candidate")
 	if st.SampleUnit == stats.UnitRun {

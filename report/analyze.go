@@ -352,8 +352,22 @@ func (a *Analysis) Results() []*analysis.Result {
 			}
 			steps[i] = st
 		}
+		leftOut := p.LeftOut
+		if leftOut == nil && !p.Whole {
+			// A document written before analyze trimmed the steps itself
+			// (no "left_out" key): trim it the same way now, so that stored
+			// baselines and new runs are judged on the same kind of steps.
+			// Its kernel_stats still cover every step.
+			lo, hi := analysis.Trim(len(steps))
+			for i := range steps {
+				if i < lo || i >= hi {
+					leftOut = append(leftOut, analysis.LeftOut{Name: steps[i].Name, Reason: "edge step of an older analysis", StepTime: steps[i].StepTime()})
+				}
+			}
+			steps = steps[lo:hi]
+		}
 		r := analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats)
-		r.LeftOut = p.LeftOut
+		r.LeftOut = leftOut
 		r.WholeProfile = p.Whole
 		out = append(out, r)
 	}

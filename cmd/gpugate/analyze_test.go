@@ -210,7 +210,7 @@ func TestCompareResNet(t *testing.T) {
 	// Two baseline runs 17% apart: steps are still the samples, the pooled
 	// baseline straddles the allowance, and the report says what would
 	// settle it and the spread it saw.
-	if code, out, _ := run(t, "compare", "-runs", "-base", b, "-base", a, "-head", a); code != 2 || !strings.Contains(out, "spread by 17.0%") || !strings.Contains(out, "repeat ≥ 3 runs on both sides") {
+	if code, out, _ := run(t, "compare", "-runs", "-base", b, "-base", a, "-head", a); code != 2 || !strings.Contains(out, "runs, whose median step times spread by 17.0%") || !strings.Contains(out, "repeat ≥ 3 runs on both sides") {
 		t.Errorf("-runs with two baseline runs: exit %d\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"compare", a}, {"compare", "-allowance", "nonsense=5%", a, b}, {"compare", "-allowance", "step_time=x", a, b}, {"compare", "-format", "xml", a, b}} {
