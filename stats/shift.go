@@ -25,13 +25,14 @@ type Shift struct {
 // interval. x and y must be sorted, non-empty and finite.
 //
 // There are len(x)·len(y) pairwise differences; the order statistics are
-// selected without listing them, by a binary search on the value (over the
-// ordered bit patterns of float64, so the result is exactly one of the
-// differences) with a two-pointer count of the differences at or below a
-// value: O((n1+n2)·64) per order statistic. A rejected design: listing and
-// sorting the differences (n1·n2 log) takes minutes for 40 k steps a side;
-// subsampling them (the previous code) gives an estimate that depends on the
-// stride and no interval.
+// selected without listing them all: a bisection on the value with a
+// two-pointer count of the differences at or below it (O(n1+n2) a count)
+// narrows the bracket to a few thousand differences, which are listed and
+// sorted (kthDiff). About 0.2 s of CPU for 100 k steps a side. Rejected
+// designs: listing and sorting the differences (n1·n2 log) takes minutes for
+// 40 k steps a side; subsampling them (the previous code) gives an estimate
+// that depends on the stride and no interval; Monahan's randomized
+// selection is as fast but longer to get right.
 func HodgesLehmann(x, y []float64, alpha float64) Shift {
 	n := int64(len(x)) * int64(len(y))
 	var s Shift
@@ -66,34 +67,43 @@ func countLE(x, y []float64, t float64) int64 {
 }
 
 // kthDiff returns the k-th smallest (1-based) of the differences y[j]-x[i].
+// It bisects on the value, keeping cnt(<= a) < k <= cnt(<= b), until at
+// most a few thousand differences lie in (a, b] (about 20 halvings for 10^10
+// differences), then lists those and picks the one. Ties can keep more in
+// the bracket until a and b are adjacent floats, when b is the answer.
 func kthDiff(x, y []float64, k int64) float64 {
-	lo, hi := orderKey(y[0]-x[len(x)-1]), orderKey(y[len(y)-1]-x[0])
-	for lo < hi {
-		m := lo + int64((uint64(hi)-uint64(lo))/2)
-		if countLE(x, y, fromOrderKey(m)) >= k {
-			hi = m
+	b := y[len(y)-1] - x[0]
+	a := math.Nextafter(y[0]-x[len(x)-1], math.Inf(-1))
+	ca, cb := int64(0), int64(len(x))*int64(len(y))
+	limit := int64(max(len(x)+len(y), 4096))
+	for cb-ca > limit {
+		mid := a + (b-a)/2
+		if mid <= a || mid >= b {
+			return b // adjacent floats: every difference in (a, b] is b
+		}
+		if c := countLE(x, y, mid); c >= k {
+			b, cb = mid, c
 		} else {
-			lo = m + 1
+			a, ca = mid, c
 		}
 	}
-	return fromOrderKey(lo)
-}
-
-// orderKey maps a finite float64 to an int64 that sorts the same way;
-// -0 and +0 map to 0.
-func orderKey(f float64) int64 {
-	b := int64(math.Float64bits(f))
-	if b < 0 {
-		return math.MinInt64 - b
+	// List the differences in (a, b]: for each x[i] they are y[lo:hi],
+	// and both bounds only move forward as x[i] grows.
+	in := make([]float64, 0, cb-ca)
+	lo, hi := 0, 0
+	for _, xi := range x {
+		for lo < len(y) && y[lo]-xi <= a {
+			lo++
+		}
+		for hi < len(y) && y[hi]-xi <= b {
+			hi++
+		}
+		for j := lo; j < hi; j++ {
+			in = append(in, y[j]-xi)
+		}
 	}
-	return b
-}
-
-func fromOrderKey(k int64) float64 {
-	if k >= 0 {
-		return math.Float64frombits(uint64(k))
-	}
-	return math.Float64frombits(uint64(-k) | 1<<63)
+	slices.Sort(in)
+	return in[k-ca-1]
 }
 
 // exactLimit is the largest sample size for which the exact null
