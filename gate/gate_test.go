@@ -280,3 +280,12 @@ func TestPlainWhy(t *testing.T) {
 		t.Errorf("step_time %s, why %q", st.Verdict, st.Why)
 	}
 }
+
+// A kernel name from a trace stays inside one code span on one line.
+func TestPlainWhyHostileKernel(t *testing.T) {
+	rep := &Report{Kernels: KernelDiff{Added: []KernelChange{{Name: "evil`kernel\n</details>\r@all", CandidateCount: 3}}}}
+	why := rep.plainWhy(&stats.Result{Name: "kernels", Unit: "count", Baseline: stats.Summary{Median: 10}, Candidate: stats.Summary{Median: 13}})
+	if strings.ContainsAny(why, "\n\r") || strings.Count(why, "`") != 2 || !strings.Contains(why, "`evil'kernel </details> @all` (+3)") {
+		t.Errorf("why %q", why)
+	}
+}
