@@ -94,3 +94,41 @@ func TestCPUProxies(t *testing.T) {
 		t.Errorf("step 2: time %d, data wait %d, syncs %d; want 50000, 0, 0", s1.StepTime(), s1.DataWait, s1.SyncCalls)
 	}
 }
+
+// CUDA launches whose GPU activity is missing (CUPTI buffers lost): a
+// warning, GPU metrics absent rather than 0, the CUDA sync calls still
+// counted, and no low-utilization finding.
+func TestLaunchesWithoutGPUActivity(t *testing.T) {
+	in := `{"traceEvents": [
+{"name": "ProfilerStep#1", "ph": "X", "cat": "user_annotation", "ts": 0, "dur": 100, "tid": 1, "pid": 1, "args": {}},
+{"name": "cudaLaunchKernel", "ph": "X", "cat": "cuda_runtime", "ts": 10, "dur": 5, "tid": 1, "pid": 1, "args": {"correlation": 1}},
+{"name": "cudaStreamSynchronize", "ph": "X", "cat": "cuda_runtime", "ts": 20, "dur": 50, "tid": 1, "pid": 1, "args": {"correlation": 2}},
+{"name": "ProfilerStep#2", "ph": "X", "cat": "user_annotation", "ts": 100, "dur": 100, "tid": 1, "pid": 1, "args": {}},
+{"name": "cudaLaunchKernel", "ph": "X", "cat": "cuda_runtime", "ts": 110, "dur": 5, "tid": 1, "pid": 1, "args": {"correlation": 3}}
+]}`
+	p, err := kineto.Parse(strings.NewReader(in), "lost.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Analyze(p, Options{})
+	if r.HasGPU || len(r.Steps) != 2 {
+		t.Fatalf("HasGPU %v, %d steps; want false, 2", r.HasGPU, len(r.Steps))
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "2 CUDA kernel launches but no GPU activity") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+	sum := r.Summaries()
+	for _, k := range []string{"kernels", "gpu_util", "gpu_busy_ms", "cpu_wait_ms"} {
+		if _, ok := sum[k]; ok {
+			t.Errorf("summary has %s: GPU metrics must be absent", k)
+		}
+	}
+	if r.Steps[0].SyncCalls != 1 || r.Steps[1].SyncCalls != 0 {
+		t.Errorf("sync calls %d, %d; want the cudaStreamSynchronize counted: 1, 0", r.Steps[0].SyncCalls, r.Steps[1].SyncCalls)
+	}
+	for _, f := range r.Findings() {
+		if f.ID == "low-utilization" {
+			t.Errorf("low-utilization without GPU activity: %+v", f)
+		}
+	}
+}

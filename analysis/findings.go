@@ -104,28 +104,13 @@ func (r *Result) Findings() []Finding {
 	}
 
 	// On a GPU a sync that costs no time is harmless; without one, the time
-	// means nothing and the sync points themselves are the finding.
+	// means nothing and the sync points themselves are the finding. When
+	// comparing, package gate raises it whenever syncs are new or more
+	// frequent, whatever their cost (SyncFinding).
 	if syncs, st := r.median("sync_calls"), r.median("sync_time"); syncs >= Thresholds.SyncPerStep && (!r.HasGPU || st/step >= Thresholds.SyncTimeShare) {
-		share := st / step
-		f := Finding{
-			ID: "host-sync", Severity: "medium", Share: share,
-			Summary:    fmt.Sprintf("%.0f blocking host sync(s) per step", syncs),
-			Suggestion: "drop per-step .item()/.cpu()/.tolist() and printing of tensor values; accumulate on the GPU and sync every N steps; use non_blocking copies into pinned memory",
-			Culprits:   r.syncCulprits(3),
+		if f := r.SyncFinding(); f != nil {
+			out = append(out, *f)
 		}
-		if share >= 0.1 {
-			f.Severity = "high"
-		}
-		if r.HasGPU {
-			f.Evidence = fmt.Sprintf("%.0f synchronizing CUDA calls per step keep the host blocked %.2f ms (%s of the step); %.0f device-to-host copies per step, %.0f from or to pageable memory",
-				syncs, st, pct(share), r.median("memcpy_d2h_count"), r.median("memcpy_pageable"))
-		} else {
-			f.Evidence = fmt.Sprintf("%.0f host-sync operations per step (.item(), .tolist(), ...): on a GPU each stalls the host until the device catches up", syncs)
-		}
-		if len(f.Culprits) > 0 {
-			f.Evidence += "; issued from " + strings.Join(f.Culprits, ", ")
-		}
-		out = append(out, f)
 	}
 	if !r.HasGPU {
 		return rank(out)
@@ -180,6 +165,39 @@ func (r *Result) Findings() []Finding {
 		out = append(out, f)
 	}
 	return rank(out)
+}
+
+// SyncFinding is the host-sync finding for the profile's median step,
+// whatever the syncs cost; nil when its steps have no sync calls.
+func (r *Result) SyncFinding() *Finding {
+	if len(r.Steps) == 0 {
+		return nil
+	}
+	step := r.median("step_time")
+	syncs, st := r.median("sync_calls"), r.median("sync_time")
+	if syncs <= 0 {
+		return nil
+	}
+	share := safeDiv(st, step)
+	f := Finding{
+		ID: "host-sync", Severity: "medium", Share: share,
+		Summary:    fmt.Sprintf("%.0f blocking host sync(s) per step", syncs),
+		Suggestion: "drop per-step .item()/.cpu()/.tolist() and printing of tensor values; accumulate on the GPU and sync every N steps; use non_blocking copies into pinned memory",
+		Culprits:   r.syncCulprits(3),
+	}
+	if share >= 0.1 {
+		f.Severity = "high"
+	}
+	if r.HasGPU {
+		f.Evidence = fmt.Sprintf("%.0f synchronizing CUDA calls per step keep the host blocked %.2f ms (%s of the step); %.0f device-to-host copies per step, %.0f from or to pageable memory",
+			syncs, st, pct(share), r.median("memcpy_d2h_count"), r.median("memcpy_pageable"))
+	} else {
+		f.Evidence = fmt.Sprintf("%.0f host-sync operations per step (.item(), .tolist(), ...): on a GPU each stalls the host until the device catches up", syncs)
+	}
+	if len(f.Culprits) > 0 {
+		f.Evidence += "; issued from " + strings.Join(f.Culprits, ", ")
+	}
+	return &f
 }
 
 func rank(fs []Finding) []Finding {

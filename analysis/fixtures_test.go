@@ -31,8 +31,8 @@ func TestResNetKernelsPerStep(t *testing.T) {
 		resnet + "num_workers_4/worker0.1623213129365.pt.trace.json.gz": 1478,
 	} {
 		r := analyzeFixture(t, rel)
-		if len(r.Steps) != 6 {
-			t.Errorf("%s: %d steps, want 6", rel, len(r.Steps))
+		if len(r.Steps) != 4 || len(r.LeftOut) != 2 || !strings.HasPrefix(r.LeftOut[0].Reason, "first") || !strings.HasPrefix(r.LeftOut[1].Reason, "last") {
+			t.Errorf("%s: %d steps, left out %v; want 4, and the first and last of the 6 left out", rel, len(r.Steps), r.LeftOut)
 		}
 		for _, s := range r.Steps {
 			if s.Kernels != want {
@@ -44,8 +44,8 @@ func TestResNetKernelsPerStep(t *testing.T) {
 
 func TestCPUOnlyTrace(t *testing.T) {
 	r := analyzeFixture(t, "kineto/hta-cpu-only-edge/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
-	if r.HasGPU || len(r.Steps) != 5 {
-		t.Fatalf("HasGPU %v, %d steps; want false, 5", r.HasGPU, len(r.Steps))
+	if r.HasGPU || len(r.Steps) != 3 || len(r.LeftOut) != 2 {
+		t.Fatalf("HasGPU %v, %d steps, %d left out; want false, 3, 2", r.HasGPU, len(r.Steps), len(r.LeftOut))
 	}
 	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "no GPU activity") }) {
 		t.Errorf("warnings %q lack the no-GPU warning", r.Warnings)
@@ -213,7 +213,15 @@ func TestSecondMethod(t *testing.T) {
 			hostWait[v-t0] = wait
 		}
 	}
-	r := analyzeFixture(t, rel)
+	p, err := kineto.ReadFile(fixtures.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Analyze(p, Options{KeepEdges: true})
+	// The default analysis keeps the same steps, less the first and last.
+	if trimmed := analyzeFixture(t, rel); len(win) != 6 || !slices.Equal(trimmed.Steps, r.Steps[1:5]) || len(trimmed.LeftOut) != 2 {
+		t.Errorf("trimmed analysis: %d steps, left out %v; want steps 2..5 of the 6", len(trimmed.Steps), trimmed.LeftOut)
+	}
 	for i, w := range win {
 		var b, cw, dw int64
 		for u := w.lo; u < w.hi; u++ {

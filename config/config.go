@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gpugate/gpugate/analysis"
 )
 
 // Version is the perf.yaml version this gpugate reads.
@@ -56,7 +59,8 @@ type Workload struct {
 	StepLog string `yaml:"step_log"`
 	Nsys    Nsys   `yaml:"nsys"`
 
-	line, col int // where the workload starts, for errors
+	line, col int             // where the workload starts, for errors
+	set       map[string]bool // keys present in the file
 }
 
 // Nsys configures the Nsight Systems backend.
@@ -78,6 +82,8 @@ type Baseline struct {
 	// "pass" (the default: verdict no-baseline, exit 0, with a warning)
 	// or "fail" (exit 2).
 	OnMissing string `yaml:"on_missing"`
+
+	set map[string]bool // keys present in the file
 }
 
 // AB configures gpugate ab, which runs the base and the head commit
@@ -145,19 +151,35 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // Percent is a fraction written as "15%" or 0.15.
 type Percent float64
 
-// UnmarshalYAML parses "15%" or a plain fraction.
+// UnmarshalYAML parses "15%" or a plain fraction (ParsePercent).
 func (p *Percent) UnmarshalYAML(n *yaml.Node) error {
-	s := strings.TrimSpace(n.Value)
-	scale := 1.0
-	if strings.HasSuffix(s, "%") {
-		s, scale = strings.TrimSuffix(s, "%"), 0.01
+	v, err := ParsePercent(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
 	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a percentage such as 15%%", n.Line, n.Value)}}
-	}
-	*p = Percent(v * scale)
+	*p = Percent(v)
 	return nil
+}
+
+// ParsePercent reads an allowance the one way gpugate reads them
+// everywhere (perf.yaml, -allowance, action inputs): "15%" and "0.15" both
+// mean 15%. A bare number above 1 is an error, since 15 could mean 15% or
+// 1500%; NaN, infinities and negative values are errors.
+func ParsePercent(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	num, pct := strings.CutSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	switch {
+	case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, fmt.Errorf("%q is not a percentage such as 15%% or 0.15", s)
+	case v < 0:
+		return 0, fmt.Errorf("%q: an allowance cannot be negative", s)
+	case pct:
+		return v / 100, nil
+	case v > 1:
+		return 0, fmt.Errorf("%q is a bare number above 1: write %s%% for %s percent, or a fraction such as 0.15 for 15%%", s, num, num)
+	}
+	return v, nil
 }
 
 // Error is a config error at a position.
@@ -208,28 +230,84 @@ func Parse(data []byte, name string) (*Config, error) {
 	if len(root.Content) == 0 {
 		return nil, &Error{File: name, Msg: "empty config: want version: 1 and a workloads list"}
 	}
+	doc := root.Content[0]
+	keyErrs := allowanceKeys(name, doc)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var c Config
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		if len(keyErrs) > 0 {
+			return nil, append(keyErrs, yamlErrors(name, err, &root).(Errors)...)
+		}
 		return nil, yamlErrors(name, err, &root)
 	}
 	c.File = name
-	// Lines of the workloads, for validation messages.
-	doc := root.Content[0]
+	// Lines of the workloads, for validation messages, and which keys are
+	// present: an explicit 0 (warmup_steps: 0) is kept, only an absent key
+	// takes the default.
+	errs := keyErrs
 	for i := 0; i+1 < len(doc.Content); i += 2 {
-		if doc.Content[i].Value == "workloads" && doc.Content[i+1].Kind == yaml.SequenceNode {
-			for j, w := range doc.Content[i+1].Content {
+		key, val := doc.Content[i], doc.Content[i+1]
+		switch {
+		case key.Value == "workloads" && val.Kind == yaml.SequenceNode:
+			for j, w := range val.Content {
 				if j < len(c.Workloads) {
 					c.Workloads[j].line, c.Workloads[j].col = w.Line, w.Column
+					c.Workloads[j].set = keysOf(w)
 				}
 			}
+		case key.Value == "baseline":
+			c.Baseline.set = keysOf(val)
 		}
 	}
-	if errs := c.validate(); len(errs) > 0 {
+	if errs = append(errs, c.validate()...); len(errs) > 0 {
 		return nil, errs
 	}
 	return &c, nil
+}
+
+// allowanceKeys checks the metric names under allowances: a typo must fail
+// config check, not the gate after the job ran.
+func allowanceKeys(name string, doc *yaml.Node) Errors {
+	var errs Errors
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		key, val := doc.Content[i], doc.Content[i+1]
+		if key.Value != "allowances" || val.Kind != yaml.MappingNode {
+			continue
+		}
+		for k := 0; k+1 < len(val.Content); k += 2 {
+			if kn := val.Content[k]; !knownMetric(kn.Value) {
+				errs = append(errs, &Error{File: name, Line: kn.Line, Col: kn.Column,
+					Msg: fmt.Sprintf("allowances: unknown metric %q (known: %s)", kn.Value, strings.Join(metricNames(), ", "))})
+			}
+		}
+	}
+	return errs
+}
+
+// keysOf returns the keys of a mapping node.
+func keysOf(n *yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	if n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out[n.Content[i].Value] = true
+	}
+	return out
+}
+
+func knownMetric(name string) bool {
+	_, ok := analysis.MetricByName(name)
+	return ok
+}
+
+func metricNames() []string {
+	var out []string
+	for _, m := range analysis.Metrics {
+		out = append(out, m.Name)
+	}
+	return out
 }
 
 var fieldRE = regexp.MustCompile(`^field (\S+) not found`)
@@ -316,19 +394,19 @@ func (c *Config) validate() Errors {
 		if w.Timeout == 0 {
 			w.Timeout = Duration(10 * time.Minute)
 		}
-		if w.WarmupSteps == 0 {
+		if !w.set["warmup_steps"] {
 			w.WarmupSteps = 3
 		}
-		if w.MeasureSteps == 0 {
+		if !w.set["measure_steps"] {
 			w.MeasureSteps = 20
 		}
 		if w.WarmupSteps < 0 || w.MeasureSteps < 2 {
 			bad(w, "workload %q: warmup_steps must be >= 0 and measure_steps >= 2", w.Name)
 		}
-		if w.Repeat == 0 {
+		if !w.set["repeat"] {
 			w.Repeat = 1
 		}
-		if w.Repeat < 0 {
+		if w.Repeat < 1 {
 			bad(w, "workload %q: repeat must be >= 1", w.Name)
 		}
 		for _, p := range []struct{ key, re string }{{"step_pattern", w.StepPattern}, {"data_pattern", w.DataPattern}, {"step_log", w.StepLog}} {
@@ -349,8 +427,11 @@ func (c *Config) validate() Errors {
 	if c.Baseline.Branch == "" {
 		c.Baseline.Branch = "main"
 	}
-	if c.Baseline.Runs == 0 {
+	if !c.Baseline.set["runs"] {
 		c.Baseline.Runs = 5
+	}
+	if c.Baseline.Runs < 1 {
+		bad(nil, "baseline.runs must be >= 1 (got %d)", c.Baseline.Runs)
 	}
 	switch c.Baseline.OnMissing {
 	case "":

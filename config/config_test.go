@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -49,10 +50,43 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\nworkloads: [\n", "perf.yaml:"},
 		{"", "empty config"},
 		{"version: 1\nworkloads:\n  - command: [x]\n    step_pattern: \"(\"\n", "step_pattern"},
+		// One allowance language: 15 is not 15% nor 1500%.
+		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: 15\n", "perf.yaml:5:3: \"15\" is a bare number above 1: write 15% for 15 percent, or a fraction such as 0.15"},
+		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: .nan\n", "perf.yaml:5:3: \".nan\" is not a percentage"},
+		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: -5%\n", "cannot be negative"},
+		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: Inf%\n", "is not a percentage"},
+		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  kernels: 1%\n  step_tme: 10%\n", "perf.yaml:6:3: allowances: unknown metric \"step_tme\""},
+		{"version: 1\nworkloads:\n  - command: [x]\n    repeat: 0\n", "repeat must be >= 1"},
+		{"version: 1\nworkloads:\n  - command: [x]\nbaseline:\n  runs: 0\n", "baseline.runs must be >= 1"},
 	} {
 		_, err := Parse([]byte(c.in), "perf.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Parse(%q) error = %v, want it to contain %q", c.in, err, c.want)
 		}
+	}
+}
+
+func TestParsePercent(t *testing.T) {
+	for in, want := range map[string]float64{"15%": 0.15, "0.15": 0.15, " 15 % ": 0.15, "0": 0, "1": 1, "200%": 2, "0%": 0, "2.5%": 0.025} {
+		got, err := ParsePercent(in)
+		if err != nil || math.Abs(got-want) > 1e-15 {
+			t.Errorf("ParsePercent(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"15", "1.5", "NaN", "nan%", "+Inf", "-0.1", "-3%", "", "%", "abc", "0x10"} {
+		if got, err := ParsePercent(in); err == nil {
+			t.Errorf("ParsePercent(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+// Explicit zeros are kept; only absent keys take defaults.
+func TestExplicitZero(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\n    warmup_steps: 0\n  - command: [y]\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workloads[0].WarmupSteps != 0 || c.Workloads[1].WarmupSteps != 3 {
+		t.Errorf("warmup_steps %d (explicit 0), %d (absent); want 0, 3", c.Workloads[0].WarmupSteps, c.Workloads[1].WarmupSteps)
 	}
 }

@@ -61,9 +61,17 @@ var Gates = map[string]bool{"step_time": true, "kernels": true, "sync_calls": tr
 
 // Report is the comparison. Its JSON form is documented in docs/json.md.
 type Report struct {
-	Verdict       stats.Verdict  `json:"verdict"`
-	Baseline      Side           `json:"baseline"`
-	Candidate     Side           `json:"candidate"`
+	Verdict   stats.Verdict `json:"verdict"`
+	Baseline  Side          `json:"baseline"`
+	Candidate Side          `json:"candidate"`
+	// Alpha is the significance level used: intervals are 1-Alpha.
+	Alpha float64 `json:"alpha"`
+	// Mismatch lists how the two sides' hardware or profiler differ, when
+	// the comparison was made all the same (compare -allow-mismatch).
+	Mismatch []string `json:"mismatch"`
+	// SampleUnit is what the tests were over: "run" (each run's median
+	// step) or "step".
+	SampleUnit    string         `json:"sample_unit"`
 	Noise         string         `json:"noise"`
 	Metrics       []stats.Result `json:"metrics"`
 	Decomposition Decomposition  `json:"decomposition"`
@@ -86,11 +94,20 @@ type Overhead struct {
 type Side struct {
 	// Newest is when the newest run of the side was recorded (RFC 3339),
 	// for stored baselines.
-	Newest string   `json:"newest,omitempty"`
-	Runs   int      `json:"runs"`
-	Ranks  int      `json:"ranks"`
-	Steps  int      `json:"steps"`
-	Paths  []string `json:"paths"`
+	Newest string `json:"newest,omitempty"`
+	Runs   int    `json:"runs"`
+	Ranks  int    `json:"ranks"`
+	// Steps counts the steps of the job, summed over the runs: the ranks of
+	// a run step in lockstep, so their steps are combined, not added.
+	Steps int      `json:"steps"`
+	Paths []string `json:"paths"`
+	// What the traces say about where they ran; empty or 0 when they do
+	// not say. Devices are the distinct GPU names, in order of appearance;
+	// DeviceCount the GPUs a run's ranks used, together.
+	Devices     []string `json:"devices"`
+	DeviceCount int      `json:"device_count"`
+	WorldSize   int      `json:"world_size"`
+	Profiler    string   `json:"profiler"`
 }
 
 // Part is one component of the mean step time.
@@ -144,9 +161,13 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if opt.TopKernels == 0 {
 		opt.TopKernels = 10
 	}
-	rep := &Report{Baseline: describe(base), Candidate: describe(cand), Warnings: []string{}, Findings: []Finding{}}
+	if opt.Thresholds.Alpha == 0 {
+		opt.Thresholds.Alpha = stats.DefaultThresholds.Alpha
+	}
+	rep := &Report{Baseline: describe(base), Candidate: describe(cand), Alpha: opt.Thresholds.Alpha,
+		Mismatch: []string{}, Warnings: []string{}, Findings: []Finding{}}
 	for _, m := range analysis.Metrics {
-		bs, cs := samples(base, m), samples(cand, m)
+		bs, cs := samples(base, m, &rep.Warnings), samples(cand, m, &rep.Warnings)
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}
@@ -159,10 +180,12 @@ func Compare(base, cand []Run, opt Options) *Report {
 		}, bs, cs, opt.Thresholds))
 	}
 	rep.Verdict = stats.Overall(rep.Metrics)
-	rep.Noise = noise(rep)
+	rep.SampleUnit, rep.Noise = noise(rep, opt.Thresholds)
 	rep.Decomposition = decompose(base, cand)
 	rep.Kernels = kernelDiff(base, cand, opt.TopKernels)
 	rep.Findings = findings(base, cand)
+	rep.syncFinding(cand)
+	rep.explain()
 	for _, rs := range [][]Run{base, cand} {
 		for _, run := range rs {
 			for _, r := range run {
@@ -175,7 +198,20 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if rep.Baseline.Steps > 0 && rep.Candidate.Steps > 0 && hasGPU(base) != hasGPU(cand) {
 		rep.Warnings = append(rep.Warnings, "one side has GPU activity and the other has none: the runs were not made under the same conditions")
 	}
+	rep.Warnings = dedup(rep.Warnings)
 	return rep
+}
+
+func dedup(ws []string) []string {
+	seen := map[string]bool{}
+	out := ws[:0]
+	for _, w := range ws {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func hasGPU(runs []Run) bool {
@@ -190,54 +226,120 @@ func hasGPU(runs []Run) bool {
 }
 
 func describe(runs []Run) Side {
-	s := Side{Runs: len(runs), Paths: []string{}}
+	s := Side{Runs: len(runs), Paths: []string{}, Devices: []string{}}
+	profilers := map[string]bool{}
 	for _, run := range runs {
 		s.Ranks = max(s.Ranks, len(run))
+		s.Steps += jobSteps(run)
+		devices := 0
 		for _, r := range run {
-			s.Steps += len(r.Steps)
-			s.Paths = append(s.Paths, r.Profile.Path)
+			p := r.Profile
+			s.Paths = append(s.Paths, p.Path)
+			devices += len(p.Devices)
+			s.WorldSize = max(s.WorldSize, p.WorldSize)
+			for _, d := range p.Devices {
+				if d.Name != "" && !slices.Contains(s.Devices, d.Name) {
+					s.Devices = append(s.Devices, d.Name)
+				}
+			}
+			if p.Format != "" && !profilers[p.Format] {
+				profilers[p.Format] = true
+				s.Profiler = strings.Trim(s.Profiler+"+"+p.Format, "+")
+			}
 		}
+		s.DeviceCount = max(s.DeviceCount, devices)
 	}
 	return s
 }
 
-// Trim leaves the edges of a profile's steps out of the statistics. The
-// last step closes torch.profiler's active window and carries the trace
-// stop, or is truncated (HTA drops it by default); the first measured step
-// often still does one-time work. On the real fixtures: the V100 ResNet-50
-// num_workers=4 capture's first and last steps take 170 and 203 ms against
-// a median of 123 ms; the A100 rank-0 trace's first step runs 1780 kernels
-// in 372 ms, the others 1075 in 216 ms. From 4 steps the last is left out,
-// from 5 the first too.
-func Trim(steps []analysis.Step) []analysis.Step {
-	lo, hi := trimBounds(len(steps))
-	return steps[lo:hi]
-}
-
-// trimBounds is the range [lo, hi) of n steps that Trim keeps.
-func trimBounds(n int) (lo, hi int) {
-	switch {
-	case n >= 5:
-		return 1, n - 1
-	case n == 4:
-		return 0, 3
+// Mismatch lists how two sides' hardware and profiler differ, in a fixed
+// order: devices, device count, world size, profiler. A field that one side
+// does not record is not compared.
+func Mismatch(base, cand Side) []string {
+	var out []string
+	dev := func(s Side) string { return strings.Join(s.Devices, ", ") }
+	if len(base.Devices) > 0 && len(cand.Devices) > 0 && dev(base) != dev(cand) {
+		out = append(out, fmt.Sprintf("devices: baseline %s, candidate %s", dev(base), dev(cand)))
 	}
-	return 0, n
+	if base.DeviceCount > 0 && cand.DeviceCount > 0 && base.DeviceCount != cand.DeviceCount {
+		out = append(out, fmt.Sprintf("device count: baseline %d, candidate %d", base.DeviceCount, cand.DeviceCount))
+	}
+	if base.WorldSize > 0 && cand.WorldSize > 0 && base.WorldSize != cand.WorldSize {
+		out = append(out, fmt.Sprintf("world size: baseline %d, candidate %d", base.WorldSize, cand.WorldSize))
+	}
+	if base.Profiler != "" && cand.Profiler != "" && base.Profiler != cand.Profiler {
+		out = append(out, fmt.Sprintf("profiler: baseline %s, candidate %s", base.Profiler, cand.Profiler))
+	}
+	return out
 }
 
-// samples returns per-run samples of m, the steps of all ranks pooled; nil
-// when m is absent from every run.
-func samples(runs []Run, m analysis.Metric) [][]float64 {
+// jobSteps is the number of steps of a run: its ranks step in lockstep.
+func jobSteps(run Run) int {
+	n := -1
+	for _, r := range run {
+		if n < 0 || len(r.Steps) < n {
+			n = len(r.Steps)
+		}
+	}
+	return max(n, 0)
+}
+
+// Combine is how the ranks of one run make one value per step, by the
+// metric's unit: a job's step takes as long as its slowest rank's, so
+// times take the maximum over ranks; counts and bytes are summed (the
+// job's total per step, so a sync that only one rank does still counts
+// one); ratios (utilization, short-kernel share) are averaged.
+func Combine(m analysis.Metric, values []float64) float64 {
+	switch m.Unit {
+	case "ms", "us":
+		return slices.Max(values)
+	case "ratio":
+		var s float64
+		for _, v := range values {
+			s += v
+		}
+		return s / float64(len(values))
+	}
+	var s float64
+	for _, v := range values {
+		s += v
+	}
+	return s
+}
+
+// samples returns per-run samples of m, one value per step with the ranks
+// combined (Combine); nil when m is absent from every run. Ranks are
+// matched by step index; when their step counts differ the extra steps
+// are left out and a warning says so.
+func samples(runs []Run, m analysis.Metric, warnings *[]string) [][]float64 {
 	var out [][]float64
 	found := false
 	for _, run := range runs {
-		var xs []float64
+		var per [][]float64
 		for _, r := range run {
 			if s := r.Samples(m); s != nil {
-				found = true
-				lo, hi := trimBounds(len(s))
-				xs = append(xs, s[lo:hi]...)
+				per = append(per, s)
 			}
+		}
+		if len(per) == 0 {
+			out = append(out, nil)
+			continue
+		}
+		found = true
+		n := len(per[0])
+		for _, s := range per {
+			if len(s) != n {
+				n = min(n, len(s))
+				*warnings = append(*warnings, fmt.Sprintf("the ranks of a run have different numbers of steps (%s has %d); steps are matched by position, the extra ones left out", run[0].Profile.Path, len(run[0].Steps)))
+			}
+		}
+		xs := make([]float64, n)
+		vals := make([]float64, len(per))
+		for i := range xs {
+			for k, s := range per {
+				vals[k] = s[i]
+			}
+			xs[i] = Combine(m, vals)
 		}
 		out = append(out, xs)
 	}
@@ -247,8 +349,8 @@ func samples(runs []Run, m analysis.Metric) [][]float64 {
 	return out
 }
 
-// noise says how the verdict accounted for run-to-run variation.
-func noise(rep *Report) string {
+// noise says which unit the tests used and the run-to-run spread seen.
+func noise(rep *Report, th stats.Thresholds) (unit, text string) {
 	var st *stats.Result
 	for i := range rep.Metrics {
 		if rep.Metrics[i].Name == "step_time" {
@@ -256,28 +358,48 @@ func noise(rep *Report) string {
 		}
 	}
 	if st == nil {
-		return ""
+		return "", ""
 	}
-	switch {
-	case st.Baseline.Runs > 1:
-		return fmt.Sprintf("%d baseline runs, whose median step times spread by %.1f%%: time allowances widened by that spread", st.Baseline.Runs, 100*st.Baseline.Spread)
-	case st.Candidate.Runs > 1:
-		return fmt.Sprintf("%d candidate runs, whose median step times spread by %.1f%%: time allowances widened by that spread", st.Candidate.Runs, 100*st.Candidate.Spread)
+	minRuns := th.MinRuns
+	if minRuns == 0 {
+		minRuns = stats.DefaultThresholds.MinRuns
 	}
-	return "one run on each side: per-step samples cannot show run-to-run drift (captures of one configuration minutes apart differ by up to 17%); use repeat >= 3 or a baseline of several runs"
+	spread := func(s stats.Summary, side string) string {
+		if s.Runs < 2 {
+			return fmt.Sprintf("1 %s run", side)
+		}
+		return fmt.Sprintf("%d %s runs, whose median step times spread by %.1f%%", s.Runs, side, 100*s.Spread)
+	}
+	seen := spread(st.Baseline, "baseline") + ", " + spread(st.Candidate, "candidate")
+	if st.SampleUnit == stats.UnitRun {
+		return stats.UnitRun, fmt.Sprintf("runs as samples (each run's median step): %s; the intervals include that drift", seen)
+	}
+	return stats.UnitStep, fmt.Sprintf("steps as samples: %s; per-step samples cannot show run-to-run drift (captures of one configuration minutes apart differ by up to 17%%): use repeat >= %d and a baseline of >= %d runs", seen, minRuns, minRuns)
 }
 
-// mean of f over every step of every rank of every run.
+// slowest returns, per step index of a run, the step of its slowest rank.
+func slowest(run Run) []*analysis.Step {
+	n := jobSteps(run)
+	out := make([]*analysis.Step, n)
+	for i := range n {
+		for _, r := range run {
+			if s := &r.Steps[i]; out[i] == nil || s.StepTime() > out[i].StepTime() {
+				out[i] = s
+			}
+		}
+	}
+	return out
+}
+
+// mean of f over the steps of every run, each step the slowest rank's: the
+// parts of the decomposition then add up to the step time the gate judges.
 func mean(runs []Run, f func(*analysis.Step) float64) float64 {
 	var sum float64
 	n := 0
 	for _, run := range runs {
-		for _, r := range run {
-			steps := Trim(r.Steps)
-			for i := range steps {
-				sum += f(&steps[i])
-				n++
-			}
+		for _, s := range slowest(run) {
+			sum += f(s)
+			n++
 		}
 	}
 	if n == 0 {
@@ -318,13 +440,14 @@ func decompose(base, cand []Run) Decomposition {
 	return d
 }
 
-// perStep sums kernel stats over a side and divides by its step count.
+// perStep sums kernel stats over a side's ranks and divides by its job
+// steps: the job's kernels per step, as the kernels metric counts them.
 func perStep(runs []Run) map[string][2]float64 {
 	out := map[string][2]float64{}
 	steps := 0
 	for _, run := range runs {
+		steps += jobSteps(run)
 		for _, r := range run {
-			steps += len(r.Steps)
 			for _, k := range r.KernelStats {
 				v := out[k.Name]
 				v[0] += float64(k.Count)
@@ -419,10 +542,177 @@ func findings(base, cand []Run) []Finding {
 	return out
 }
 
+// metric returns the result for the named metric, or nil.
+func (rep *Report) metric(name string) *stats.Result {
+	for i := range rep.Metrics {
+		if rep.Metrics[i].Name == name {
+			return &rep.Metrics[i]
+		}
+	}
+	return nil
+}
+
+// syncFinding makes sure that sync calls that are new or more frequent in
+// the candidate carry a host-sync finding, whatever they cost: on a GPU a
+// new .item() per step is a stall waiting to grow, even where this trace
+// shows it cheap.
+func (rep *Report) syncFinding(cand []Run) {
+	m := rep.metric("sync_calls")
+	if m == nil || !m.Significant || m.Delta < math.Max(m.MinAbs, 0.5) {
+		return
+	}
+	evidence := fmt.Sprintf("sync calls per step %s → %s", num(m.Baseline.Median), num(m.Candidate.Median))
+	for i := range rep.Findings {
+		f := &rep.Findings[i]
+		if f.ID == "host-sync" {
+			if !f.New {
+				f.Worse = true
+			}
+			f.Evidence = evidence + "; " + f.Evidence
+			rep.sortFindings()
+			return
+		}
+	}
+	// The rank with the most sync calls speaks for the run.
+	var best *analysis.Finding
+	var most float64 = -1
+	for _, run := range cand {
+		for _, r := range run {
+			syncs, _ := analysis.MetricByName("sync_calls")
+			med := analysis.Summarize(r.Samples(syncs)).Median
+			if f := r.SyncFinding(); f != nil && med > most {
+				best, most = f, med
+			}
+		}
+	}
+	if best == nil {
+		return
+	}
+	best.Evidence = evidence + "; " + best.Evidence
+	g := Finding{Finding: *best, New: m.Baseline.Median == 0, Worse: m.Baseline.Median > 0}
+	rep.Findings = append(rep.Findings, g)
+	rep.sortFindings()
+}
+
+func num(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// explain gives every regression its why: the new or worse finding that
+// accounts for it, or else a plain account of the metric and where in the
+// step it moved.
+func (rep *Report) explain() {
+	related := map[string][]string{
+		"step_time":  {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
+		"sync_calls": {"host-sync"},
+		"kernels":    {"launch-bound"},
+		"gpu_util":   {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
+		"cpu_wait":   {"data-loader-bound", "host-sync", "launch-bound"},
+		"data_wait":  {"data-loader-bound"},
+		"sync_time":  {"host-sync"},
+	}
+	for i := range rep.Metrics {
+		m := &rep.Metrics[i]
+		if m.Verdict != stats.Regression {
+			continue
+		}
+		for _, f := range rep.Findings {
+			if (f.New || f.Worse) && slices.Contains(related[m.Name], f.ID) {
+				m.Why = fmt.Sprintf("`%s`: %s", f.ID, f.Summary)
+				break
+			}
+		}
+		if m.Why == "" {
+			m.Why = rep.plainWhy(m)
+		}
+	}
+}
+
+// plainWhy describes a regression no finding explains.
+func (rep *Report) plainWhy(m *stats.Result) string {
+	d := rep.Decomposition
+	where := func() string {
+		var parts []string
+		for _, p := range d.Parts {
+			if len(parts) == 2 || math.Abs(p.Delta) < 0.01 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %+.2f ms", p.Name, p.Delta))
+		}
+		if len(parts) == 0 {
+			return "no part of the step stands out"
+		}
+		return "most in " + strings.Join(parts, ", ")
+	}
+	switch m.Name {
+	case "step_time":
+		return fmt.Sprintf("step_time is the time per step as the GPU sees it, the slowest rank's; the mean step went %.2f → %.2f ms (%+.2f), %s; no finding names a cause",
+			d.Baseline, d.Candidate, d.Delta, where())
+	case "kernels":
+		var names []string
+		for _, k := range rep.Kernels.Added {
+			if len(names) == 3 {
+				break
+			}
+			names = append(names, fmt.Sprintf("`%s` (+%s)", codeSafe.Replace(k.Name), num(k.CandidateCount)))
+		}
+		s := fmt.Sprintf("kernels counts the kernels the job runs per step: %s → %s", num(m.Baseline.Median), num(m.Candidate.Median))
+		if len(names) > 0 {
+			s += "; new kernels: " + strings.Join(names, ", ")
+		}
+		return s
+	}
+	desc := ""
+	if mt, ok := analysis.MetricByName(m.Name); ok && (mt.Unit == "ms" || mt.Unit == "us") {
+		desc = "; " + where()
+	}
+	return fmt.Sprintf("%s per step went %s → %s %s%s", m.Name, num(m.Baseline.Median), num(m.Candidate.Median), m.Unit, desc)
+}
+
+// codeSafe keeps a trace name inside one Markdown code span on one line.
+var codeSafe = strings.NewReplacer("`", "'", "\n", " ", "\r", " ")
+
+func (rep *Report) sortFindings() {
+	class := func(f Finding) int {
+		switch {
+		case f.New:
+			return 0
+		case f.Worse:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(rep.Findings, func(x, y Finding) int {
+		return cmp.Or(cmp.Compare(class(x), class(y)), cmp.Compare(y.Share-y.BaselineShare, x.Share-x.BaselineShare), strings.Compare(x.ID, y.ID))
+	})
+}
+
+// ExitCode maps a verdict to gpugate's exit status, the one place that
+// does (diff(1) style): 0 pass, improvement, accepted, and no-baseline
+// unless noBaselineFails; 1 regression; 2 inconclusive and anything else.
+func ExitCode(v stats.Verdict, noBaselineFails bool) int {
+	switch v {
+	case stats.Pass, stats.Improvement, stats.Accepted:
+		return 0
+	case stats.NoBaseline:
+		if noBaselineFails {
+			return 2
+		}
+		return 0
+	case stats.Regression:
+		return 1
+	}
+	return 2
+}
+
 // NoBaseline is the report of a run that has nothing to be compared with
-// yet: it passes, says so, and lists the candidate's own findings.
+// yet: verdict no-baseline, the reason among the warnings, and the
+// candidate's own findings.
 func NoBaseline(cand []Run, why string) *Report {
-	rep := &Report{Verdict: stats.Pass, Candidate: describe(cand), Baseline: describe(nil), Metrics: []stats.Result{},
+	rep := &Report{Verdict: stats.NoBaseline, Candidate: describe(cand), Baseline: describe(nil), Metrics: []stats.Result{}, Mismatch: []string{},
 		Decomposition: Decomposition{Parts: []Part{}}, Kernels: KernelDiff{Added: []KernelChange{}, Removed: []KernelChange{}, Changed: []KernelChange{}},
 		Warnings: []string{why}, Findings: []Finding{}}
 	for _, f := range strongest(cand) {

@@ -25,18 +25,21 @@ type Analysis struct {
 
 // Profile is one rank's analysis.
 type Profile struct {
-	Path      string                      `json:"path"`
-	Format    string                      `json:"format"`
-	Variant   string                      `json:"variant"`
-	Rank      *int                        `json:"rank"`       // null when the trace does not say
-	WorldSize *int                        `json:"world_size"` // null when the trace does not say
-	Process   int                         `json:"process,omitempty"`
-	Devices   []Device                    `json:"devices"`
-	HasGPU    bool                        `json:"has_gpu"`
-	Whole     bool                        `json:"whole_profile"` // no step markers: one window
-	Window    Window                      `json:"window"`
-	Steps     []Step                      `json:"steps"`
-	Summary   map[string]analysis.Summary `json:"summary"`
+	Path      string   `json:"path"`
+	Format    string   `json:"format"`
+	Variant   string   `json:"variant"`
+	Rank      *int     `json:"rank"`       // null when the trace does not say
+	WorldSize *int     `json:"world_size"` // null when the trace does not say
+	Process   int      `json:"process,omitempty"`
+	Devices   []Device `json:"devices"`
+	HasGPU    bool     `json:"has_gpu"`
+	Whole     bool     `json:"whole_profile"` // no step markers: one window
+	Window    Window   `json:"window"`
+	Steps     []Step   `json:"steps"`
+	// LeftOut are the steps at the edges that every summary, finding and
+	// comparison leaves out (analysis.Trim).
+	LeftOut []analysis.LeftOut          `json:"left_out"`
+	Summary map[string]analysis.Summary `json:"summary"`
 	// KernelStats are the kernels attributed to steps, by name, largest
 	// total time first.
 	KernelStats []analysis.KernelStat `json:"kernel_stats"`
@@ -132,6 +135,10 @@ func newProfile(r *analysis.Result) Profile {
 		Warnings:    r.Warnings,
 		Devices:     []Device{},
 		Steps:       make([]Step, 0, len(r.Steps)),
+		LeftOut:     r.LeftOut,
+	}
+	if out.LeftOut == nil {
+		out.LeftOut = []analysis.LeftOut{}
 	}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
@@ -269,6 +276,13 @@ func writeProfileText(w io.Writer, p *Profile) {
 	}
 	head = append(head, steps)
 	fmt.Fprintln(w, strings.Join(head, " · "))
+	if len(p.LeftOut) > 0 {
+		var lo []string
+		for _, s := range p.LeftOut {
+			lo = append(lo, fmt.Sprintf("%s (%s, %s ms)", s.Name, s.Reason, num(float64(s.StepTime)/1e6)))
+		}
+		fmt.Fprintf(w, "left out: %s\n", strings.Join(lo, "; "))
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "metric\tmedian\tmean\tp90\tmin\tmax\t")
@@ -318,6 +332,12 @@ func (a *Analysis) Results() []*analysis.Result {
 		if p.Rank != nil {
 			tp.Rank = *p.Rank
 		}
+		if p.WorldSize != nil {
+			tp.WorldSize = *p.WorldSize
+		}
+		for _, d := range p.Devices {
+			tp.Devices = append(tp.Devices, trace.Device{ID: d.ID, Name: d.Name})
+		}
 		steps := make([]analysis.Step, len(p.Steps))
 		for i, s := range p.Steps {
 			st := analysis.Step{Name: s.Name, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd,
@@ -332,7 +352,24 @@ func (a *Analysis) Results() []*analysis.Result {
 			}
 			steps[i] = st
 		}
-		out = append(out, analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats))
+		leftOut := p.LeftOut
+		if leftOut == nil && !p.Whole {
+			// A document written before analyze trimmed the steps itself
+			// (no "left_out" key): trim it the same way now, so that stored
+			// baselines and new runs are judged on the same kind of steps.
+			// Its kernel_stats still cover every step.
+			lo, hi := analysis.Trim(len(steps))
+			for i := range steps {
+				if i < lo || i >= hi {
+					leftOut = append(leftOut, analysis.LeftOut{Name: steps[i].Name, Reason: "edge step of an older analysis", StepTime: steps[i].StepTime()})
+				}
+			}
+			steps = steps[lo:hi]
+		}
+		r := analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats)
+		r.LeftOut = leftOut
+		r.WholeProfile = p.Whole
+		out = append(out, r)
 	}
 	return out
 }

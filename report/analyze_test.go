@@ -58,7 +58,7 @@ func TestAnalysisJSONContract(t *testing.T) {
 	check("document", keys(doc), "profiles", "ranks")
 	prof := doc["profiles"].([]any)[0].(map[string]any)
 	check("profile", keys(prof), "path", "format", "variant", "rank", "world_size", "process", "devices", "has_gpu",
-		"whole_profile", "window", "steps", "summary", "kernel_stats", "findings", "warnings")
+		"whole_profile", "window", "left_out", "steps", "summary", "kernel_stats", "findings", "warnings")
 	check("window", keys(prof["window"].(map[string]any)), "start_ns", "end_ns", "kernels", "memcpy_count", "gpu_busy_ns")
 	step := prof["steps"].([]any)[0].(map[string]any)
 	check("step", keys(step), "name", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "step_time_ns", "kernels",
@@ -90,5 +90,33 @@ func TestAnalysisJSONContract(t *testing.T) {
 	// The step times of the hand-made export (see analysis tests).
 	if got := step["step_time_ns"].(float64); got != 4500 {
 		t.Errorf("step_time_ns = %v, want 4500", got)
+	}
+}
+
+// An analyze document written before analyze trimmed steps itself (no
+// "left_out") is trimmed when read, so stored baselines and new runs are
+// judged on the same kind of steps; a new document is taken as it is.
+func TestResultsTrimsOlderDocuments(t *testing.T) {
+	steps := `{"name":"s1","start_ns":0,"end_ns":10},{"name":"s2","start_ns":10,"end_ns":20},{"name":"s3","start_ns":20,"end_ns":30},` +
+		`{"name":"s4","start_ns":30,"end_ns":40},{"name":"s5","start_ns":40,"end_ns":50},{"name":"s6","start_ns":50,"end_ns":60}`
+	for _, c := range []struct {
+		doc  string
+		want []string
+	}{
+		{`{"profiles":[{"path":"old.json","steps":[` + steps + `]}]}`, []string{"s2", "s3", "s4", "s5"}},
+		{`{"profiles":[{"path":"new.json","left_out":[],"steps":[` + steps + `]}]}`, []string{"s1", "s2", "s3", "s4", "s5", "s6"}},
+	} {
+		var a Analysis
+		if err := json.Unmarshal([]byte(c.doc), &a); err != nil {
+			t.Fatal(err)
+		}
+		r := a.Results()[0]
+		var got []string
+		for _, s := range r.Steps {
+			got = append(got, s.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: steps %v, want %v", r.Profile.Path, got, c.want)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpugate/gpugate/gate"
@@ -47,22 +49,57 @@ func value(v float64, unit string) string {
 // Value formats a metric value with its unit.
 func Value(v float64, unit string) string { return value(v, unit) }
 
-// Delta formats a metric's change: "~" when not significant.
+// Delta formats a metric's change with its confidence interval, as
+// "+7.5% [+2.1, +12.9]".
 func Delta(m stats.Result) string { return delta(m) }
 
-// delta formats the change benchstat's way: "~" when not significant.
+// delta formats the change and its interval; "new" and "gone" from or to a
+// baseline median of 0, with the absolute change.
 func delta(m stats.Result) string {
-	switch {
-	case m.Verdict == stats.Inconclusive:
-		return "?"
-	case !m.Significant:
-		return "~"
-	case math.IsInf(m.DeltaPct, 1):
-		return "new"
-	case math.IsInf(m.DeltaPct, -1):
-		return "gone"
+	if math.IsInf(m.DeltaPct, 0) {
+		return fmt.Sprintf("%s (%+g)", stats.FormatDelta(m), math.Round(m.Delta*1000)/1000)
 	}
-	return fmt.Sprintf("%+.1f%%", m.DeltaPct)
+	return stats.FormatDelta(m)
+}
+
+// legend explains the Δ column and the verdicts, with the α and unit used.
+func legend(r *gate.Report) string {
+	unit := "steps"
+	if r.SampleUnit == stats.UnitRun {
+		unit = "runs (each run's median step)"
+	}
+	return fmt.Sprintf("Δ: the Hodges–Lehmann shift from baseline to candidate in %% of the baseline median, with its %s interval; samples are %s. "+
+		"regression: the interval excludes 0 and the shift is beyond the allowance; pass: the interval stays within the allowance; otherwise inconclusive.",
+		confidence(r.Alpha), unit)
+}
+
+func confidence(alpha float64) string {
+	if alpha == 0 {
+		alpha = stats.DefaultThresholds.Alpha
+	}
+	return strconv.FormatFloat(100*(1-alpha), 'f', -1, 64) + "%"
+}
+
+func alphaString(alpha float64) string {
+	if alpha == 0 {
+		alpha = stats.DefaultThresholds.Alpha
+	}
+	return strconv.FormatFloat(alpha, 'g', -1, 64)
+}
+
+// metricWarnings collects the metrics' own warnings (benchmath's), once each.
+func metricWarnings(r *gate.Report) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range r.Metrics {
+		for _, w := range m.Warnings {
+			if w = m.Name + ": " + w; !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	return out
 }
 
 func verdictWord(v stats.Verdict) string {
@@ -73,6 +110,10 @@ func verdictWord(v stats.Verdict) string {
 		return "✅ improvement"
 	case stats.Inconclusive:
 		return "⚠️ inconclusive"
+	case stats.Accepted:
+		return "☑️ accepted"
+	case stats.NoBaseline:
+		return "no baseline"
 	}
 	return "pass"
 }
@@ -112,8 +153,13 @@ func sides(r *gate.Report) string {
 // WriteCompareMarkdown writes the comparison as a PR comment body.
 func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
-	head := map[stats.Verdict]string{stats.Regression: "❌ **regression**", stats.Pass: "✅ **pass**", stats.Inconclusive: "⚠️ **inconclusive**"}[r.Verdict]
-	fmt.Fprintf(w, "### gpugate: %s\n\n%d regression(s) · %d improvement(s) · %d inconclusive (α=0.05, Mann–Whitney U)\n\n", head, reg, imp, inc)
+	head := map[stats.Verdict]string{stats.Regression: "❌ **regression**", stats.Pass: "✅ **pass**", stats.Inconclusive: "⚠️ **inconclusive**",
+		stats.Accepted: "☑️ **accepted**", stats.NoBaseline: "ℹ️ **no baseline**"}[r.Verdict]
+	fmt.Fprintf(w, "### gpugate: %s\n\n", head)
+	if len(r.Mismatch) > 0 {
+		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", cell2(strings.Join(r.Mismatch, "; ")))
+	}
+	fmt.Fprintf(w, "%d regression(s) · %d improvement(s) · %d inconclusive (α=%s, %s intervals, %s as samples)\n\n", reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
 	if len(r.Findings) > 0 && (r.Findings[0].New || r.Findings[0].Worse) && r.Verdict == stats.Regression {
 		f := r.Findings[0]
 		fmt.Fprintf(w, "**Why:** `%s` — %s. %s.\n\n**Try:** %s.\n\n", f.ID, f.Summary, f.Evidence, f.Suggestion)
@@ -128,10 +174,22 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 			name = "**" + name + "**"
 		}
 		p := fmt.Sprintf(" (p=%.3f n=%d+%d)", m.P, m.Baseline.N, m.Candidate.N)
-		fmt.Fprintf(w, "| %s | %s | %s | %s | ±%.0f%% | %s%s |\n", name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
-			delta(m), m.AllowancePct, verdictWord(m.Verdict), p)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | ±%s | %s%s |\n", name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
+			delta(m), allowance(m), verdictWord(m.Verdict), p)
 	}
-	fmt.Fprint(w, "\nMedians over steps; `~` not significant. Bold metrics gate the check; the others explain it.\n")
+	fmt.Fprintf(w, "\nMedians over steps. %s Bold metrics gate the check; the others explain it.\n", legend(r))
+	var notes []string
+	for _, m := range r.Metrics {
+		switch {
+		case m.Verdict == stats.Regression && m.Why != "":
+			notes = append(notes, fmt.Sprintf("- **%s** regressed: %s.", m.Name, cell2(m.Why)))
+		case m.Verdict == stats.Inconclusive && shown(m):
+			notes = append(notes, fmt.Sprintf("- **%s** inconclusive: %s.", m.Name, cell2(m.Reason)))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	}
 
 	d := r.Decomposition
 	if len(d.Parts) > 0 {
@@ -175,7 +233,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
 	}
-	for _, wn := range r.Warnings {
+	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, " ⚠️ %s.", cell2(wn))
 	}
 	fmt.Fprint(w, "</sub>\n")
@@ -193,8 +251,12 @@ func cell2(s string) string {
 // WriteCompareText writes the comparison for a terminal.
 func WriteCompareText(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
-	fmt.Fprintf(w, "gpugate: %s — %d regression(s), %d improvement(s), %d inconclusive\n\n", strings.ToUpper(string(r.Verdict)), reg, imp, inc)
-	fmt.Fprintf(w, "%-20s %14s %14s %9s %9s  %s\n", "metric", "baseline", "candidate", "Δ", "allow", "verdict")
+	fmt.Fprintf(w, "gpugate: %s — %d regression(s), %d improvement(s), %d inconclusive (α=%s, %s intervals, %s as samples)\n\n",
+		strings.ToUpper(string(r.Verdict)), reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
+	if len(r.Mismatch) > 0 {
+		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", strings.Join(r.Mismatch, "; "))
+	}
+	fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s\n", "metric", "baseline", "candidate", "Δ [interval]", "allow", "verdict")
 	for _, m := range r.Metrics {
 		if !shown(m) {
 			continue
@@ -203,8 +265,16 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		if m.Gate {
 			gateMark = "*"
 		}
-		fmt.Fprintf(w, "%-20s %14s %14s %9s %8.0f%%  %s (p=%.3f n=%d+%d)\n", gateMark+m.Name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
-			delta(m), m.AllowancePct, m.Verdict, m.P, m.Baseline.N, m.Candidate.N)
+		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", gateMark+m.Name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
+			delta(m), "±"+allowance(m), m.Verdict, m.P, m.Baseline.N, m.Candidate.N)
+	}
+	for _, m := range r.Metrics {
+		switch {
+		case m.Verdict == stats.Regression && m.Why != "":
+			fmt.Fprintf(w, "  %s regressed: %s\n", m.Name, m.Why)
+		case m.Verdict == stats.Inconclusive && shown(m):
+			fmt.Fprintf(w, "  %s inconclusive: %s\n", m.Name, m.Reason)
+		}
 	}
 	d := r.Decomposition
 	if len(d.Parts) > 0 {
@@ -228,8 +298,25 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
 	}
-	for _, wn := range r.Warnings {
+	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
 	return nil
+}
+
+func unitWord(r *gate.Report) string {
+	if r.SampleUnit == stats.UnitRun {
+		return "runs"
+	}
+	return "steps"
+}
+
+// allowance formats a metric's allowance: "15%", or the absolute minimum
+// when the allowance is 0 ("0% (≥ 0.5)").
+func allowance(m stats.Result) string {
+	s := strconv.FormatFloat(m.AllowancePct, 'f', -1, 64) + "%"
+	if m.AllowancePct == 0 && m.MinAbs > 0 {
+		s += fmt.Sprintf(" (≥ %g)", m.MinAbs)
+	}
+	return s
 }

@@ -76,14 +76,20 @@ func TestCompareJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(what string, got []string, want ...string) { t.Helper(); checkKeys(t, what, got, want) }
-	check("document", keys(doc), "verdict", "baseline", "candidate", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead")
+	check("document", keys(doc), "verdict", "baseline", "candidate", "alpha", "mismatch", "sample_unit", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead")
 	if doc["verdict"] != "regression" {
 		t.Errorf("verdict %v", doc["verdict"])
 	}
 	m := doc["metrics"].([]any)[0].(map[string]any)
-	check("metric", keys(m), "name", "unit", "direction", "baseline", "candidate", "delta_pct", "allowance_pct", "p_value",
-		"significant", "verdict", "gate", "notes")
-	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "runs", "run_spread")
+	check("metric", keys(m), "name", "unit", "direction", "baseline", "candidate", "sample_unit", "delta", "delta_ci", "delta_pct", "ci_pct", "confidence",
+		"allowance_pct", "min_abs", "p_value", "significant", "verdict", "gate", "reason", "why", "notes", "warnings")
+	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "steps", "runs", "run_spread")
+	if ci := m["ci_pct"].([]any); len(ci) != 2 || ci[0].(float64) > m["delta_pct"].(float64) || ci[1].(float64) < m["delta_pct"].(float64) {
+		t.Errorf("step_time ci_pct %v around delta_pct %v", ci, m["delta_pct"])
+	}
+	if doc["alpha"] != 0.05 || doc["sample_unit"] != "step" || m["why"] == "" {
+		t.Errorf("alpha %v, sample_unit %v, why %q", doc["alpha"], doc["sample_unit"], m["why"])
+	}
 	check("kernels", keys(doc["kernels"].(map[string]any)), "added", "removed", "changed")
 	f := doc["findings"].([]any)[0].(map[string]any)
 	check("finding", keys(f), "id", "severity", "summary", "evidence", "suggestion", "share", "new", "worse", "baseline_share")

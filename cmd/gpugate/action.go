@@ -178,7 +178,8 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 		}
 	}
 	if checkRun && headSHA != "" {
-		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure", stats.Inconclusive: "neutral"}[rep.Verdict]
+		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Improvement: "success", stats.Accepted: "success",
+			stats.Regression: "failure", stats.Inconclusive: "neutral", stats.NoBaseline: "neutral"}[rep.Verdict]
 		if c, err := action.NewClient(getenv("GITHUB_API_URL"), token, getenv("GITHUB_REPOSITORY"), nil); err == nil {
 			if err := c.CheckRun(ctx, "gpugate / "+w.Name, headSHA, conclusion, "gpugate: "+string(rep.Verdict), md.String()); err != nil {
 				gha.Warning("gpugate: no check run", err.Error())
@@ -188,12 +189,10 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 	switch {
 	case oc.Err != nil:
 		return oc.Err
-	case rep.Verdict == stats.Regression && failOnRegression:
-		return &exitError{exitRegression}
-	case rep.Verdict == stats.Inconclusive:
-		return errors.New("inconclusive: too few steps to judge a gate metric; raise measure_steps")
+	case rep.Verdict == stats.Regression && !failOnRegression:
+		return nil
 	}
-	return nil
+	return verdictError(rep.Verdict, false)
 }
 
 func readEvent(getenv func(string) string) (int, string, bool, error) {

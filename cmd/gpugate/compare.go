@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/stats"
@@ -24,27 +24,39 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 var compareCmd = &command{
-	usage: "compare [-format text|markdown|json] [-allowance metric=15%]... [-runs] BASE HEAD | -base FILE... -head FILE...",
+	usage: "compare [-format text|markdown|json] [-allowance metric=15%]... [-alpha 0.05] [-runs] [-allow-mismatch] BASE HEAD | -base FILE... -head FILE...",
 	short: "compare a candidate with a baseline: what regressed, whether it is real, and why",
 	long: `
 Compare reads a baseline and a candidate — traces or the JSON that
-'gpugate analyze -format json' wrote — and compares every per-step metric.
-A metric regresses only when its median is worse by more than its allowance
-(15% for times, tight for counts such as kernels and sync calls) and the
-difference is significant (two-sided Mann–Whitney U, α=0.05). Too few
-samples give "inconclusive", never a silent pass. step_time, kernels and
-sync_calls gate the verdict; the other metrics explain it.
+'gpugate analyze -format json' wrote — and compares every per-step metric
+by the Hodges–Lehmann shift from baseline to candidate and its
+distribution-free confidence interval (1-α, α=0.05 by default). A metric
+regresses when the interval excludes 0 and the shift is beyond its
+allowance (15% for times, tight for counts such as kernels and sync calls);
+it passes only when the interval stays within the allowance; anything else
+is "inconclusive", with what would settle it — never a silent pass.
+step_time, kernels and sync_calls gate the verdict; the other metrics
+explain it. docs/verdicts.md states the rule.
+
+Several -base (or -head) files are the ranks of one run: they are combined
+per step (times: the slowest rank; counts: the sum), never pooled as
+samples. With -runs each file is a run of its own; with 3 or more runs on
+both sides each run's median step is one sample, so the verdict covers
+run-to-run drift; with fewer the steps are the samples and the report says
+what that cannot see.
+
+Both sides must have run on the same hardware under the same profiler: the
+devices, device count, world size and profiler the traces record are
+compared, and a mismatch is an error naming both sides, unless
+-allow-mismatch (the report then says so at the top).
 
 The report takes the change in step time apart (compute, exposed
 communication and copies, host-wait and other idle), lists the kernels that
-appeared, vanished or changed, and runs the findings on both sides to say
-which causes are new or worse in the candidate.
+appeared, vanished or changed, runs the findings on both sides to say which
+causes are new or worse in the candidate, and gives every regression its
+why.
 
-Several -base (or -head) files are the ranks of one run; with -runs each
-file is a run of its own, and the allowance for time metrics is widened by
-the run-to-run spread of medians seen on that side.
-
-Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
+` + exitStatusHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		format := fs.String("format", "text", "output `format`: text, markdown or json")
 		var allowances, bases, heads listFlag
@@ -52,7 +64,8 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 		fs.Var(&bases, "base", "baseline trace or analyze JSON `file` (repeatable)")
 		fs.Var(&heads, "head", "candidate trace or analyze JSON `file` (repeatable)")
 		runs := fs.Bool("runs", false, "each -base/-head file is a separate run, not a rank")
-		alpha := fs.Float64("alpha", 0.05, "significance level of the U test")
+		alpha := fs.Float64("alpha", 0.05, "significance level: intervals are 1-alpha")
+		allowMismatch := fs.Bool("allow-mismatch", false, "compare traces of different hardware or profilers all the same, saying so at the top of the report")
 		a := analysisFlags(fs)
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			switch *format {
@@ -60,8 +73,8 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 			default:
 				return usagef("-format must be text, markdown or json, not %q", *format)
 			}
-			if *alpha <= 0 || *alpha >= 1 {
-				return usagef("-alpha must be in range (0, 1)")
+			if !(*alpha > 0 && *alpha < 1) { // NaN fails too
+				return usagef("-alpha must be in range (0, 1), not %v", *alpha)
 			}
 			if len(bases) == 0 && len(heads) == 0 {
 				if len(args) != 2 {
@@ -74,15 +87,15 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 			opt := gate.Options{Allowances: map[string]float64{}, Thresholds: stats.Thresholds{Alpha: *alpha}}
 			for _, s := range allowances {
 				name, val, ok := strings.Cut(s, "=")
-				if _, known := analysis.MetricByName(name); !ok || !known {
+				m, known := analysis.MetricByName(name)
+				if !ok || !known {
 					return usagef("-allowance %q: want metric=percent with a metric that gpugate computes", s)
 				}
-				v, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 64)
-				if err != nil || v < 0 {
-					return usagef("-allowance %q: %q is not a percentage", s, val)
+				v, err := config.ParsePercent(val)
+				if err != nil {
+					return usagef("-allowance %s: %v", name, err)
 				}
-				m, _ := analysis.MetricByName(name)
-				opt.Allowances[m.Name] = v / 100
+				opt.Allowances[m.Name] = v
 			}
 			aopt, err := a.options()
 			if err != nil {
@@ -112,6 +125,12 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 				return err
 			}
 			rep := gate.Compare(base, head, opt)
+			if mm := gate.Mismatch(rep.Baseline, rep.Candidate); len(mm) > 0 {
+				if !*allowMismatch {
+					return fmt.Errorf("compare: not the same hardware or profiler, no verdict: %s (-allow-mismatch compares them all the same)", strings.Join(mm, "; "))
+				}
+				rep.Mismatch = mm
+			}
 			switch *format {
 			case "json":
 				err = report.WriteCompareJSON(stdout, rep)
@@ -123,14 +142,7 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 			if err != nil {
 				return err
 			}
-			switch rep.Verdict {
-			case stats.Regression:
-				return &exitError{exitRegression}
-			case stats.Inconclusive:
-				fmt.Fprintln(stderr, "gpugate: inconclusive: too few steps to judge a gate metric (see the report)")
-				return &exitError{exitTrouble}
-			}
-			return nil
+			return verdictError(rep.Verdict, false)
 		}
 	},
 }

@@ -25,7 +25,7 @@ Commands:
 	run                profile a training job and gate it against the stored baseline
 	version            print gpugate's version
 
-Exit status: 0 no regression, 1 regression, 2 trouble (bad input, job failed).
+Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
 Run 'gpugate help <command>' for details.
 
 # ab
@@ -286,32 +286,46 @@ Run 'gpugate help <command>' for details.
 
 # compare
 
-	usage: gpugate compare [-format text|markdown|json] [-allowance metric=15%]... [-runs] BASE HEAD | -base FILE... -head FILE...
+	usage: gpugate compare [-format text|markdown|json] [-allowance metric=15%]... [-alpha 0.05] [-runs] [-allow-mismatch] BASE HEAD | -base FILE... -head FILE...
 
 	Compare reads a baseline and a candidate — traces or the JSON that
-	'gpugate analyze -format json' wrote — and compares every per-step metric.
-	A metric regresses only when its median is worse by more than its allowance
-	(15% for times, tight for counts such as kernels and sync calls) and the
-	difference is significant (two-sided Mann–Whitney U, α=0.05). Too few
-	samples give "inconclusive", never a silent pass. step_time, kernels and
-	sync_calls gate the verdict; the other metrics explain it.
+	'gpugate analyze -format json' wrote — and compares every per-step metric
+	by the Hodges–Lehmann shift from baseline to candidate and its
+	distribution-free confidence interval (1-α, α=0.05 by default). A metric
+	regresses when the interval excludes 0 and the shift is beyond its
+	allowance (15% for times, tight for counts such as kernels and sync calls);
+	it passes only when the interval stays within the allowance; anything else
+	is "inconclusive", with what would settle it — never a silent pass.
+	step_time, kernels and sync_calls gate the verdict; the other metrics
+	explain it. docs/verdicts.md states the rule.
+
+	Several -base (or -head) files are the ranks of one run: they are combined
+	per step (times: the slowest rank; counts: the sum), never pooled as
+	samples. With -runs each file is a run of its own; with 3 or more runs on
+	both sides each run's median step is one sample, so the verdict covers
+	run-to-run drift; with fewer the steps are the samples and the report says
+	what that cannot see.
+
+	Both sides must have run on the same hardware under the same profiler: the
+	devices, device count, world size and profiler the traces record are
+	compared, and a mismatch is an error naming both sides, unless
+	-allow-mismatch (the report then says so at the top).
 
 	The report takes the change in step time apart (compute, exposed
 	communication and copies, host-wait and other idle), lists the kernels that
-	appeared, vanished or changed, and runs the findings on both sides to say
-	which causes are new or worse in the candidate.
+	appeared, vanished or changed, runs the findings on both sides to say which
+	causes are new or worse in the candidate, and gives every regression its
+	why.
 
-	Several -base (or -head) files are the ranks of one run; with -runs each
-	file is a run of its own, and the allowance for time metrics is widened by
-	the run-to-run spread of medians seen on that side.
-
-	Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.
+	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
 
 	Flags:
+	  -allow-mismatch
+	    	compare traces of different hardware or profilers all the same, saying so at the top of the report
 	  -allowance metric=15%
 	    	override a metric's allowance, as metric=15% (repeatable)
 	  -alpha float
-	    	significance level of the U test (default 0.05)
+	    	significance level: intervals are 1-alpha (default 0.05)
 	  -base file
 	    	baseline trace or analyze JSON file (repeatable)
 	  -comm-pattern RE
@@ -355,8 +369,7 @@ Run 'gpugate help <command>' for details.
 	baseline yet the run passes and says so. -record-baseline stores the run as a
 	baseline of the current branch instead.
 
-	Exit status: 0 no regression, 1 regression, 2 trouble (bad config, the job
-	failed, a fingerprint that matches no baseline).
+	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
 
 	Flags:
 	  -config file
@@ -382,14 +395,20 @@ Run 'gpugate help <command>' for details.
 
 # Statistics
 
-A metric regresses only when its median is worse than the baseline's by more
-than its allowance (15% for times by default, 5% for kernels per step, any
-new sync call per step) and a two-sided Mann–Whitney U test over the per-step
-samples gives p < 0.05 (golang.org/x/perf/benchmath). The change is the
-Hodges–Lehmann estimate: the median of candidate/baseline ratios over all
-pairs of steps. With too few steps for any difference to be significant the
-verdict is inconclusive. With several runs on a side, the allowance widens
-by the run-to-run spread of their medians. The first and last steps of a
-profile with five or more are left out (warm-up, trace stop).
+The change of a metric is the Hodges–Lehmann shift from baseline to
+candidate (the median of all pairwise differences) with its distribution-free
+confidence interval from the Mann–Whitney U distribution (1-α, α=0.05 by
+default), shown in % of the baseline median: +7.5% [+2.1, +12.9]. A metric
+regresses when the interval excludes 0 and the shift is beyond its allowance
+(15% for times by default, 5% for kernels per step, any new sync call per
+step); it passes only when the interval stays within the allowance; anything
+else is inconclusive, with what would settle it. 15% and 0.15 mean the same.
+
+The ranks of one run are combined per step (times: the slowest rank;
+counts: the sum), never pooled as samples. With 3 or more runs on both sides
+each run's median step is one sample; with fewer the steps are, and the
+report says that this cannot see run-to-run drift. The first and last steps
+of a profile are left out once, by analyze, for every consumer. The rule in
+full: docs/verdicts.md.
 */
 package main

@@ -37,15 +37,21 @@ func TestDocHelp(t *testing.T) {
 	b.WriteString(`
 # Statistics
 
-A metric regresses only when its median is worse than the baseline's by more
-than its allowance (15% for times by default, 5% for kernels per step, any
-new sync call per step) and a two-sided Mann–Whitney U test over the per-step
-samples gives p < 0.05 (golang.org/x/perf/benchmath). The change is the
-Hodges–Lehmann estimate: the median of candidate/baseline ratios over all
-pairs of steps. With too few steps for any difference to be significant the
-verdict is inconclusive. With several runs on a side, the allowance widens
-by the run-to-run spread of their medians. The first and last steps of a
-profile with five or more are left out (warm-up, trace stop).
+The change of a metric is the Hodges–Lehmann shift from baseline to
+candidate (the median of all pairwise differences) with its distribution-free
+confidence interval from the Mann–Whitney U distribution (1-α, α=0.05 by
+default), shown in % of the baseline median: +7.5% [+2.1, +12.9]. A metric
+regresses when the interval excludes 0 and the shift is beyond its allowance
+(15% for times by default, 5% for kernels per step, any new sync call per
+step); it passes only when the interval stays within the allowance; anything
+else is inconclusive, with what would settle it. 15% and 0.15 mean the same.
+
+The ranks of one run are combined per step (times: the slowest rank;
+counts: the sum), never pooled as samples. With 3 or more runs on both sides
+each run's median step is one sample; with fewer the steps are, and the
+report says that this cannot see run-to-run drift. The first and last steps
+of a profile are left out once, by analyze, for every consumer. The rule in
+full: docs/verdicts.md.
 */
 package main
 `)

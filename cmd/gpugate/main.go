@@ -11,6 +11,9 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/stats"
 )
 
 func main() {
@@ -26,6 +29,29 @@ const (
 	exitRegression = 1
 	exitTrouble    = 2
 )
+
+// exitStatusHelp is what every command's help says about its exit status.
+const exitStatusHelp = "Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; " +
+	"2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive."
+
+// verdictError maps a verdict to a command's result, through
+// gate.ExitCode, the one mapping: nil for exit 0, an exitError for a
+// regression, an error saying why for exit 2.
+func verdictError(v stats.Verdict, noBaselineFails bool) error {
+	switch gate.ExitCode(v, noBaselineFails) {
+	case exitOK:
+		return nil
+	case exitRegression:
+		return &exitError{exitRegression}
+	}
+	switch v {
+	case stats.Inconclusive:
+		return errors.New("inconclusive: a gate metric could not be judged; the report says what would settle it")
+	case stats.NoBaseline:
+		return errors.New("no baseline to compare with, and a missing baseline is configured to fail")
+	}
+	return fmt.Errorf("verdict %q", v)
+}
 
 // command is one entry of the command table.
 type command struct {
@@ -151,7 +177,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 	for _, c := range cs {
 		fmt.Fprintf(stdout, "\t%-18s %s\n", c.name(), c.short)
 	}
-	fmt.Fprint(stdout, "\nExit status: 0 no regression, 1 regression, 2 trouble (bad input, job failed).\nRun 'gpugate help <command>' for details.\n")
+	fmt.Fprint(stdout, "\n"+exitStatusHelp+"\nRun 'gpugate help <command>' for details.\n")
 	return exitOK
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
-	"github.com/gpugate/gpugate/stats"
 )
 
 var configCheckCmd = &command{
@@ -64,8 +62,7 @@ hardware/software fingerprint. The report is the one compare prints. With no
 baseline yet the run passes and says so. -record-baseline stores the run as a
 baseline of the current branch instead.
 
-Exit status: 0 no regression, 1 regression, 2 trouble (bad config, the job
-failed, a fingerprint that matches no baseline).`,
+` + exitStatusHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
@@ -113,15 +110,10 @@ func finish(stdout io.Writer, format string, oc *outcome) error {
 	if err := render(stdout, format, oc.Report, oc.Cand); err != nil {
 		return err
 	}
-	switch {
-	case oc.Err != nil:
+	if oc.Err != nil {
 		return oc.Err
-	case oc.Report.Verdict == stats.Regression:
-		return &exitError{exitRegression}
-	case oc.Report.Verdict == stats.Inconclusive:
-		return errors.New("inconclusive: too few steps to judge a gate metric; raise measure_steps")
 	}
-	return nil
+	return verdictError(oc.Report.Verdict, false)
 }
 
 // gitInfo returns the current branch and commit, from GPUGATE_BRANCH /
