@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -203,8 +204,19 @@ func (r *Result) dataRangeName() string {
 	return "`DataLoader.__next__`"
 }
 
-// code quotes a trace name for text that is also Markdown.
-func code(s string) string { return "`" + strings.ReplaceAll(s, "`", "'") + "`" }
+// maxName bounds a name quoted in a finding; longer ones are cut.
+const maxName = 200
+
+// code quotes a trace name for text that is also Markdown (the PR comment)
+// and terminal text: a code span that the name cannot end, with control
+// characters shown as escapes, cut to maxName characters before quoting
+// so that no later cut can split the span.
+func code(s string) string {
+	if r := []rune(s); len(r) > maxName {
+		s = string(r[:maxName-1]) + "…"
+	}
+	return escape.CodeSpan(s)
+}
 
 // enclosing returns the innermost host ranges on thread that contain t,
 // innermost first, at most n of them, skipping step ranges.
