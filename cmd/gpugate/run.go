@@ -19,6 +19,7 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
@@ -194,7 +195,10 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	}
 	out := o.out
 	if out == "" {
-		out = filepath.Join(".gpugate", "runs", w.Name, time.Now().UTC().Format("20060102T150405Z"))
+		var err error
+		if out, err = runner.NewRunDir(filepath.Join(".gpugate", "runs"), w.Name, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	var stepLog *regexp.Regexp
 	if w.StepLog != "" {
@@ -217,7 +221,8 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		python = args[0]
 	}
 	fp := runner.TakeFingerprint(ctx, python, nsysBin, profiler)
-	fmt.Fprintf(stderr, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, profiler, fp.CPU, fp.GPUCount, fp.GPU, out)
+	fmt.Fprintf(stderr, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, profiler, escape.Terminal(fp.CPU), fp.GPUCount, escape.Terminal(fp.GPU), escape.Terminal(out))
+	inActions := os.Getenv("GITHUB_ACTIONS") == "true"
 
 	var cand []gate.Run
 	var docs [][]byte
@@ -230,7 +235,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		res, err := runner.Run(ctx, runner.Job{
 			Name: w.Name, Args: w.Command.Args(), Dir: workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 			Profiler: profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: runOut,
-			NsysPath: nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: gpu, StepLog: stepLog, Output: stderr,
+			NsysPath: nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: gpu, StepLog: stepLog, Output: stderr, StopCommands: inActions,
 		})
 		if err != nil {
 			return nil, err
@@ -266,7 +271,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		// no profiler; the job's own log gives both sides' step times.
 		res, err := runner.Run(ctx, runner.Job{
 			Name: w.Name + "-unprofiled", Args: w.Command.Args(), Dir: workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
-			Profiler: runner.None, Out: filepath.Join(out, "unprofiled"), StepLog: stepLog, Output: stderr,
+			Profiler: runner.None, Out: filepath.Join(out, "unprofiled"), StepLog: stepLog, Output: stderr, StopCommands: inActions,
 		})
 		if err != nil {
 			return nil, err
