@@ -131,7 +131,7 @@ func FuzzText(f *testing.F) {
 		kernels := 3
 		var wait int64 = 1e6
 		a := &Analysis{Profiles: []Profile{{Path: name, Variant: "nsys " + name, Devices: []Device{{Name: name}, {Name: name}},
-			Steps: []Step{{Name: name, StepTime: 1e6, Kernels: &kernels, GPUUtil: &util, CPUWait: &wait}, {Name: "2" + name, StepTime: 2e6}},
+			Steps:    []Step{{Name: name, StepTime: 1e6, Kernels: &kernels, GPUUtil: &util, CPUWait: &wait}, {Name: "2" + name, StepTime: 2e6}},
 			Warnings: []string{name}}}}
 		a.Profiles[0].Findings = append(a.Profiles[0].Findings, rep.Findings[0].Finding)
 		a.WriteText(&b)
