@@ -17,3 +17,10 @@ go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
 go test -p 1 -count=1 ./...
+# The escaping fuzzers (issue 10), 60 s each; a finding fails the run and
+# is saved under the package's testdata/fuzz/ as a new seed.
+go test -run XXX -fuzz '^FuzzEscape$' -fuzztime 60s ./internal/escape
+go test -run XXX -fuzz '^FuzzActionsWriter$' -fuzztime 60s ./internal/escape
+go test -run XXX -fuzz '^FuzzFileCommand$' -fuzztime 60s ./internal/escape
+go test -run XXX -fuzz '^FuzzComment$' -fuzztime 60s ./report
+go test -run XXX -fuzz '^FuzzText$' -fuzztime 60s ./report

@@ -34,8 +34,16 @@ func (a *ActionsWriter) Write(p []byte) (int, error) {
 		if i < 0 {
 			a.pending = append(a.pending, p...)
 			if len(a.pending) >= maxPending {
-				out.WriteString(ActionsLine(string(a.pending)))
-				a.pending = a.pending[:0]
+				// Keep back up to two trailing '#', so that a "##["
+				// never straddles two pieces (the kept "##" is escaped
+				// with what follows it).
+				run := 0
+				for run < 2 && a.pending[len(a.pending)-1-run] == '#' {
+					run++
+				}
+				k := len(a.pending) - run
+				out.WriteString(ActionsLine(string(a.pending[:k])))
+				a.pending = append(a.pending[:0], a.pending[k:]...)
 			}
 			break
 		}

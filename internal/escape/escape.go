@@ -164,7 +164,7 @@ func isAlnum(c byte) bool {
 // runner trims) and any "##[" get a word joiner inside them. The line must
 // not hold a newline (pass it through Terminal first).
 func ActionsLine(line string) string {
-	t := strings.TrimLeftFunc(line, unicode.IsSpace)
+	t := strings.TrimLeftFunc(line, blank)
 	if strings.HasPrefix(t, "::") {
 		lead := len(line) - len(t)
 		line = line[:lead] + ":" + wordJoiner + line[lead+1:]
@@ -173,6 +173,13 @@ func ActionsLine(line string) string {
 		line = strings.ReplaceAll(line, "##[", "##"+wordJoiner+"[")
 	}
 	return line
+}
+
+// blank is what the runner may trim before looking for "::" (.NET's
+// String.TrimStart trims white space), taken wide: white space, control
+// and format characters.
+func blank(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }
 
 // Token returns a random hexadecimal string of 2n characters.

@@ -125,7 +125,7 @@ func FuzzEscape(f *testing.F) {
 // command: "::" after leading white space (ActionCommand.TryParseV2), or
 // "##[" anywhere (TryParse, the v1 syntax).
 func commandStart(line string) bool {
-	return strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), "::") || strings.Contains(line, "##[")
+	return strings.HasPrefix(strings.TrimLeftFunc(line, blank), "::") || strings.Contains(line, "##[")
 }
 
 // FuzzActionsWriter: nothing written through an ActionsWriter starts a
@@ -213,5 +213,21 @@ func TestStopCommands(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "::stop-commands::gpugate-") || lines[1] != "partial" || lines[2] != "::"+strings.TrimPrefix(lines[0], "::stop-commands::")+"::" {
 		t.Errorf("stop-commands: %q", out.String())
+	}
+}
+
+// TestActionsWriterLongLine: a line longer than what the writer keeps back
+// is passed on in pieces; a "##[" across two pieces is still escaped.
+func TestActionsWriterLongLine(t *testing.T) {
+	for _, at := range []int{maxPending - 1, maxPending - 2, maxPending - 3} {
+		line := strings.Repeat("x", at) + "##[add-mask]x"
+		var out bytes.Buffer
+		w := NewActionsWriter(&out)
+		w.Write([]byte(line[:maxPending]))
+		w.Write([]byte(line[maxPending:]))
+		w.Write([]byte("\n"))
+		if strings.Contains(out.String(), "##[") || strings.ReplaceAll(out.String(), wordJoiner, "") != line+"\n" {
+			t.Errorf("##[ at %d: escaped wrongly", at)
+		}
 	}
 }
