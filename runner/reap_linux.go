@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpugate/gpugate/internal/escape"
 )
 
 var subreaper sync.Once
@@ -114,7 +116,7 @@ func killLeftovers(pgid int, token string) []string {
 			if syscall.Kill(p.pid, syscall.SIGKILL) == nil && !seen[p.pid] {
 				seen[p.pid] = true
 				fresh++
-				killed = append(killed, strconv.Itoa(p.pid)+" ("+p.comm+")")
+				killed = append(killed, strconv.Itoa(p.pid)+" ("+escape.Terminal(p.comm)+")") // the job names its processes
 			}
 		}
 		self := os.Getpid()

@@ -387,7 +387,7 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 			}
 		}
 		for _, wn := range rep.Warnings {
-			fmt.Fprintf(w, "\ngpugate: %s\n", wn)
+			fmt.Fprintf(w, "\ngpugate: %s\n", escape.Terminal(wn))
 		}
 		return nil
 	}
