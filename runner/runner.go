@@ -282,28 +282,29 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	var mu sync.Mutex
 	var tail []string
 	lines := 0
-	var progress string // the last \r-terminated segment not echoed yet
+	// unshown is the last \r-terminated line, when it was not echoed (a
+	// progress bar is echoed once per progressEvery); a \n right after it
+	// (\r\n, or a bar's last redraw) shows it.
+	var unshown string
 	var lastProgress time.Time
-	echo := func(line string, dropped int) string {
-		if r := []rune(line); len(r) > maxEcho {
-			dropped += len(string(r[maxEcho:]))
-			line = string(r[:maxEcho])
+	show := func(line string) {
+		tail = append(tail, line)
+		if len(tail) > 5 {
+			tail = tail[1:]
 		}
-		line = escape.Terminal(line)
-		if dropped > 0 {
-			line += fmt.Sprintf(" … (%d more bytes)", dropped)
-		}
-		return line
+		fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, line)
 	}
 	sp := &splitter{emit: func(line string, dropped int, cr bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !cr && line == "" && dropped == 0 && progress != "" {
-			line, progress = progress, "" // a bar finished by \n
-		}
 		if line == "" && dropped == 0 {
+			if !cr && unshown != "" {
+				show(unshown)
+			}
+			unshown = ""
 			return
 		}
+		unshown = ""
 		if !chatter(line) {
 			lines++
 		}
@@ -321,22 +322,15 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 				}
 			}
 		}
-		shown := echo(line, dropped)
+		shown := clipLine(line, dropped)
+		if cr && time.Since(lastProgress) < progressEvery {
+			unshown = shown
+			return
+		}
 		if cr {
-			// A progress bar: echo one redraw every progressEvery.
-			progress = line
-			if time.Since(lastProgress) < progressEvery {
-				return
-			}
 			lastProgress = time.Now()
-		} else {
-			progress = ""
 		}
-		tail = append(tail, shown)
-		if len(tail) > 5 {
-			tail = tail[1:]
-		}
-		fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, shown)
+		show(shown)
 	}}
 	copied := make(chan struct{})
 	go func() {
@@ -345,9 +339,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		io.Copy(io.MultiWriter(logf, sp), pr)
 		sp.flush()
 		mu.Lock()
-		if progress != "" {
-			fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, echo(progress, 0))
-			progress = ""
+		if unshown != "" {
+			show(unshown)
+			unshown = ""
 		}
 		mu.Unlock()
 	}()
@@ -401,6 +395,20 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		return &Error{Job: job.Name, What: "exited without printing anything: is the command right?", Log: res.Log}
 	}
 	return nil
+}
+
+// clipLine is a line of output as echoed: cut to maxEcho characters, with
+// control characters shown as escapes and the bytes left out counted.
+func clipLine(line string, dropped int) string {
+	if r := []rune(line); len(r) > maxEcho {
+		dropped += len(string(r[maxEcho:]))
+		line = string(r[:maxEcho])
+	}
+	line = escape.Terminal(line)
+	if dropped > 0 {
+		line += fmt.Sprintf(" … (%d more bytes)", dropped)
+	}
+	return line
 }
 
 // chatter reports whether an output line comes from gpugate's injection or

@@ -299,3 +299,17 @@ func TestNewRunDir(t *testing.T) {
 		}
 	}
 }
+
+// TestCRLF: lines ended by \r\n are parsed once and all echoed.
+func TestCRLF(t *testing.T) {
+	res, out, _, err := runJob(t, Job{Args: []string{"/usr/bin/printf", `step 1.5 ms\r\nstep 2.5 ms\r\nstep 3.5 ms\r\n`}, StepLog: regexp.MustCompile(`step ([\d.]+) ms`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.StepTimes) != 3 || res.StepTimes[2] != 3.5 {
+		t.Errorf("step times %v, want [1.5 2.5 3.5]", res.StepTimes)
+	}
+	if strings.Count(out, "[t] step ") != 3 {
+		t.Errorf("echo %q, want three lines", out)
+	}
+}
