@@ -6,8 +6,11 @@
 package action
 
 import (
+	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gpugate/gpugate/internal/escape"
 
 	"github.com/sethvargo/go-githubactions"
 )
@@ -21,7 +24,8 @@ type IO struct {
 // New returns an IO that reads the environment through getenv and writes
 // workflow commands to w.
 func New(getenv func(string) string, w io.Writer) *IO {
-	return &IO{a: githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(w)), getenv: getenv}
+	// Workflow commands bypass the line escaping of gpugate's output.
+	return &IO{a: githubactions.New(githubactions.WithGetenv(getenv), githubactions.WithWriter(escape.Raw(w))), getenv: getenv}
 }
 
 // InActions reports whether gpugate runs inside a workflow.
@@ -34,11 +38,22 @@ func (io *IO) Input(name string) string {
 }
 
 // SetOutput sets a step output; it does nothing outside a workflow (the
-// library panics when GITHUB_OUTPUT is unset).
-func (io *IO) SetOutput(k, v string) {
-	if io.getenv("GITHUB_OUTPUT") != "" {
-		io.a.SetOutput(k, v)
+// library panics when GITHUB_OUTPUT is unset). go-githubactions' own
+// SetOutput writes every value between the fixed delimiter
+// "_GitHubActionsFileCommandDelimeter_", so that a value holding that line
+// (a name from a trace, a config) adds outputs of its own; the entry is
+// made here with a random delimiter per value (escape.FileCommand) and
+// written through the library's IssueFileCommand.
+func (io *IO) SetOutput(k, v string) error {
+	if io.getenv("GITHUB_OUTPUT") == "" {
+		return nil
 	}
+	entry, err := escape.FileCommand(k, v)
+	if err != nil {
+		return fmt.Errorf("set output: %w", err)
+	}
+	io.a.IssueFileCommand(&githubactions.Command{Name: "output", Message: entry})
+	return nil
 }
 
 // Summary appends Markdown to the job summary, if there is one.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -216,13 +217,24 @@ func safeDiv(a, b float64) float64 {
 // as a code span: names such as __next__ must not read as Markdown.
 func (r *Result) dataRangeName() string {
 	if r.dataName != "" {
-		return code(r.dataName)
+		return Quote(r.dataName)
 	}
 	return "`DataLoader.__next__`"
 }
 
-// code quotes a trace name for text that is also Markdown.
-func code(s string) string { return "`" + strings.ReplaceAll(s, "`", "'") + "`" }
+// maxName bounds a name quoted in a finding; longer ones are cut.
+const maxName = 200
+
+// Quote quotes a trace name for text that is also Markdown (the PR comment)
+// and terminal text: a code span that the name cannot end, with control
+// characters shown as escapes, cut to maxName characters before quoting
+// so that no later cut can split the span.
+func Quote(s string) string {
+	if r := []rune(s); len(r) > maxName {
+		s = string(r[:maxName-1]) + "…"
+	}
+	return escape.CodeSpan(s)
+}
 
 // enclosing returns the innermost host ranges on thread that contain t,
 // innermost first, at most n of them, skipping step ranges.
@@ -256,7 +268,7 @@ func (r *Result) syncCulprits(n int) []string {
 			return
 		}
 		slices.Reverse(chain)
-		count[code(strings.Join(chain, " > "))]++
+		count[Quote(strings.Join(chain, " > "))]++
 	}
 	if r.HasGPU {
 		for i := range p.API {
@@ -306,7 +318,7 @@ func (r *Result) topGaps(n int) []string {
 		what := "no host range recorded"
 		if chain := r.enclosing(r.stepThread, (g.Start+g.End)/2, 3); len(chain) > 0 {
 			slices.Reverse(chain)
-			what = "host in " + code(strings.Join(chain, " > "))
+			what = "host in " + Quote(strings.Join(chain, " > "))
 		}
 		kind := "host wait"
 		if !g.HostWait {

@@ -59,8 +59,9 @@ type Workload struct {
 	StepLog string `yaml:"step_log"`
 	Nsys    Nsys   `yaml:"nsys"`
 
-	line, col int             // where the workload starts, for errors
-	set       map[string]bool // keys present in the file
+	line, col         int             // where the workload starts, for errors
+	nameLine, nameCol int             // where its name is
+	set               map[string]bool // keys present in the file
 }
 
 // Nsys configures the Nsight Systems backend.
@@ -254,6 +255,11 @@ func Parse(data []byte, name string) (*Config, error) {
 				if j < len(c.Workloads) {
 					c.Workloads[j].line, c.Workloads[j].col = w.Line, w.Column
 					c.Workloads[j].set = keysOf(w)
+					for k := 0; k+1 < len(w.Content); k += 2 {
+						if w.Content[k].Value == "name" {
+							c.Workloads[j].nameLine, c.Workloads[j].nameCol = w.Content[k+1].Line, w.Content[k+1].Column
+						}
+					}
 				}
 			}
 		case key.Value == "baseline":
@@ -378,6 +384,13 @@ func (c *Config) validate() Errors {
 		if w.Name == "" {
 			w.Name = fmt.Sprintf("workload%d", i+1)
 		}
+		if err := CheckName(w.Name); err != nil {
+			e := &Error{File: c.File, Line: w.nameLine, Col: w.nameCol, Msg: err.Error()}
+			if e.Line == 0 {
+				e.Line, e.Col = w.line, w.col
+			}
+			errs = append(errs, e)
+		}
 		if names[w.Name] {
 			bad(w, "workload %q defined twice", w.Name)
 		}
@@ -446,6 +459,49 @@ func (c *Config) validate() Errors {
 	return errs
 }
 
+// MaxName is the longest workload name.
+const MaxName = 64
+
+// CheckName reports whether name can name a workload: it becomes a folder
+// name, a step output, the PR comment's marker and a check run's name, so
+// it is a slug of letters, digits, '.', '_' and '-', starting with a letter
+// or a digit, at most MaxName long. A name with "../", "/" or a newline
+// would write outside the artifacts folder, fail the action or add step
+// outputs.
+func CheckName(name string) error {
+	ok := name != "" && len(name) <= MaxName && isAlnum(name[0])
+	for i := 0; ok && i < len(name); i++ {
+		ok = isAlnum(name[i]) || name[i] == '.' || name[i] == '_' || name[i] == '-'
+	}
+	if !ok {
+		return fmt.Errorf("workload name %s: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most %d characters (it names the artifacts folder, the step outputs and the PR comment), e.g. %q",
+			strconv.QuoteToASCII(name), MaxName, slug(name))
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// slug suggests a valid name close to name.
+func slug(name string) string {
+	var b []byte
+	for i := 0; i < len(name) && len(b) < MaxName; i++ {
+		c := name[i]
+		switch {
+		case isAlnum(c) || (len(b) > 0 && (c == '.' || c == '_' || c == '-')):
+			b = append(b, c)
+		case len(b) > 0 && b[len(b)-1] != '-':
+			b = append(b, '-')
+		}
+	}
+	if s := strings.Trim(string(b), "-._"); s != "" {
+		return s
+	}
+	return "workload"
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -471,6 +527,9 @@ func (c *Config) Workload(name string) (*Workload, error) {
 		if c.Workloads[i].Name == name {
 			return &c.Workloads[i], nil
 		}
+	}
+	if err := CheckName(name); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("%s: no workload %q", c.File, name)
 }

@@ -90,3 +90,38 @@ func TestExplicitZero(t *testing.T) {
 		t.Errorf("warmup_steps %d (explicit 0), %d (absent); want 0, 3", c.Workloads[0].WarmupSteps, c.Workloads[1].WarmupSteps)
 	}
 }
+
+// TestWorkloadNames: the name becomes a folder, step outputs and the PR
+// comment's marker. The issue's reproductions: "../" wrote artifacts
+// outside .gpugate/runs (and a README.md outside the workspace in action
+// mode), "/" made the action fail, a newline added GITHUB_OUTPUT entries,
+// "-->" closed the comment marker early.
+func TestWorkloadNames(t *testing.T) {
+	for _, name := range []string{"demo", "resnet50-bs256", "a.b_c", "A1", strings.Repeat("x", MaxName)} {
+		if err := CheckName(name); err != nil {
+			t.Errorf("CheckName(%q) = %v, want nil", name, err)
+		}
+	}
+	for _, name := range []string{"", "../../../tmp/x", "..", ".", ".hidden", "a/b", "/abs", "a\nverdict=pass", "x-->", "<!--", "a b",
+		"-flag", "ä", "a\\b", strings.Repeat("x", MaxName+1), "a\x00b", "a`b", "@org"} {
+		if err := CheckName(name); err == nil {
+			t.Errorf("CheckName(%q) = nil, want an error", name)
+		}
+	}
+	// In a perf.yaml: the error points at the name and suggests a slug.
+	_, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\n    name: \"../../etc\"\n"), "perf.yaml")
+	if err == nil || !strings.Contains(err.Error(), "perf.yaml:4:11: workload name \"../../etc\"") || !strings.Contains(err.Error(), `e.g. "etc"`) {
+		t.Errorf("Parse with name ../../etc: error %v", err)
+	}
+	_, err = Parse([]byte("version: 1\nworkloads:\n  - name: \"a\\nverdict=pass\"\n    command: [x]\n"), "perf.yaml")
+	if err == nil || !strings.Contains(err.Error(), `perf.yaml:3:11: workload name "a\nverdict=pass"`) {
+		t.Errorf("Parse with a newline in the name: error %v", err)
+	}
+	c, err := Parse([]byte("version: 1\nworkloads:\n  - name: ok\n    command: [x]\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Workload("../ok"); err == nil || !strings.Contains(err.Error(), "workload name") {
+		t.Errorf(`Workload("../ok") error %v, want the name rule`, err)
+	}
+}

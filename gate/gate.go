@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -657,7 +658,7 @@ func (rep *Report) plainWhy(m *stats.Result) string {
 			if len(names) == 3 {
 				break
 			}
-			names = append(names, fmt.Sprintf("`%s` (+%s)", codeSafe.Replace(k.Name), num(k.CandidateCount)))
+			names = append(names, fmt.Sprintf("%s (+%s)", escape.CodeSpan(k.Name), num(k.CandidateCount)))
 		}
 		s := fmt.Sprintf("kernels counts the kernels the job runs per step: %s → %s", num(m.Baseline.Median), num(m.Candidate.Median))
 		if len(names) > 0 {
@@ -671,9 +672,6 @@ func (rep *Report) plainWhy(m *stats.Result) string {
 	}
 	return fmt.Sprintf("%s per step went %s → %s %s%s", m.Name, num(m.Baseline.Median), num(m.Candidate.Median), m.Unit, desc)
 }
-
-// codeSafe keeps a trace name inside one Markdown code span on one line.
-var codeSafe = strings.NewReplacer("`", "'", "\n", " ", "\r", " ")
 
 func (rep *Report) sortFindings() {
 	class := func(f Finding) int {

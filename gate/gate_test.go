@@ -285,7 +285,9 @@ func TestPlainWhy(t *testing.T) {
 func TestPlainWhyHostileKernel(t *testing.T) {
 	rep := &Report{Kernels: KernelDiff{Added: []KernelChange{{Name: "evil`kernel\n</details>\r@all", CandidateCount: 3}}}}
 	why := rep.plainWhy(&stats.Result{Name: "kernels", Unit: "count", Baseline: stats.Summary{Median: 10}, Candidate: stats.Summary{Median: 13}})
-	if strings.ContainsAny(why, "\n\r") || strings.Count(why, "`") != 2 || !strings.Contains(why, "`evil'kernel </details> @all` (+3)") {
+	// One code span whose fence is longer than the name's backtick run,
+	// with the control characters shown as escapes (internal/escape).
+	if strings.ContainsAny(why, "\n\r") || strings.Count(why, "`") != 5 || !strings.Contains(why, "``evil`kernel\\n</details>\\r@all`` (+3)") {
 		t.Errorf("why %q", why)
 	}
 }

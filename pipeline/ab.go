@@ -111,7 +111,9 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		pairs = max(w.Repeat, 3)
 	}
 	if o.Out == "" {
-		o.Out = filepath.Join(".gpugate", "runs", w.Name, "ab-"+time.Now().UTC().Format("20060102T150405Z"))
+		if o.Out, err = runner.NewRunDir(filepath.Join(".gpugate", "runs"), w.Name, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	if o.Out, err = filepath.Abs(o.Out); err != nil {
 		return nil, err

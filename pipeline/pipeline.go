@@ -22,6 +22,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/trace"
@@ -71,9 +72,6 @@ func (o *Options) defaults() {
 	}
 	if o.Dir == "" {
 		o.Dir = filepath.Dir(o.Config.File)
-	}
-	if o.Out == "" {
-		o.Out = filepath.Join(".gpugate", "runs", o.Workload.Name, time.Now().UTC().Format("20060102T150405Z"))
 	}
 }
 
@@ -184,7 +182,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	res, err := runner.Run(ctx, runner.Job{
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
-		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log,
+		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
 	})
 	if err != nil {
 		return nil, err
@@ -209,6 +207,11 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	return once, nil
 }
 
+// inActions reports whether gpugate runs as a GitHub Actions step, where
+// the job's echoed output is fenced with ::stop-commands:: so that it
+// cannot issue workflow commands.
+func inActions() bool { return os.Getenv("GITHUB_ACTIONS") == "true" }
+
 // Execute runs the workload Repeat times (and once more unprofiled when it
 // has a step_log) and analyzes every run.
 func Execute(ctx context.Context, o Options) (*Execution, error) {
@@ -222,7 +225,15 @@ func Execute(ctx context.Context, o Options) (*Execution, error) {
 // Execute runs the plan Repeat times; see the package function.
 func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	o, w := p.o, p.o.Workload
-	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, p.FP.CPU, p.FP.GPUCount, p.FP.GPU, o.Out)
+	if o.Out == "" {
+		// A folder of its own, even for two runs started in the same second.
+		out, err := runner.NewRunDir(filepath.Join(".gpugate", "runs"), w.Name, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		o.Out = out
+	}
+	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, escape.Terminal(p.FP.CPU), p.FP.GPUCount, escape.Terminal(p.FP.GPU), escape.Terminal(o.Out))
 	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP}
 	for i := 1; i <= w.Repeat; i++ {
 		runOut := o.Out
@@ -249,7 +260,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	// profiler; the job's own log gives both sides' step times.
 	res, err := runner.Run(ctx, runner.Job{
 		Name: w.Name + "-unprofiled", Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
-		Profiler: runner.None, Out: filepath.Join(o.Out, "unprofiled"), StepLog: p.stepLog, Output: o.Log,
+		Profiler: runner.None, Out: filepath.Join(o.Out, "unprofiled"), StepLog: p.stepLog, Output: o.Log, StopCommands: inActions(),
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -239,12 +240,12 @@ func rankLabel(s RankStat) string {
 	if s.Rank != nil {
 		return fmt.Sprintf("rank %d", *s.Rank)
 	}
-	return fmt.Sprintf("#%d %s", s.Index, filepath.Base(s.Path))
+	return fmt.Sprintf("#%d %s", s.Index, escape.Terminal(filepath.Base(s.Path)))
 }
 
 func writeProfileText(w io.Writer, p *Profile) {
 	var head []string
-	head = append(head, p.Path, p.Variant)
+	head = append(head, escape.Terminal(p.Path), escape.Terminal(p.Variant))
 	if p.Rank != nil {
 		r := fmt.Sprintf("rank %d", *p.Rank)
 		if p.WorldSize != nil {
@@ -265,7 +266,7 @@ func writeProfileText(w io.Writer, p *Profile) {
 			names[d.Name]++
 		}
 		for _, n := range order {
-			head = append(head, fmt.Sprintf("%d× %s", names[n], n))
+			head = append(head, fmt.Sprintf("%d× %s", names[n], escape.Terminal(n)))
 		}
 	} else if !p.HasGPU {
 		head = append(head, "no GPU activity")
@@ -310,15 +311,16 @@ func writeProfileText(w io.Writer, p *Profile) {
 				util = fmt.Sprintf("%.0f%%", 100**s.GPUUtil)
 				wait = num(float64(*s.CPUWait) / 1e6)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", s.Name, num(float64(s.StepTime)/1e6), kern, util, wait, num(float64(s.DataWait)/1e6), s.SyncCalls)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", escape.Terminal(cut(s.Name, maxCell)), num(float64(s.StepTime)/1e6), kern, util, wait, num(float64(s.DataWait)/1e6), s.SyncCalls)
 		}
 		tw.Flush()
 	}
 	for _, f := range p.Findings {
-		fmt.Fprintf(w, "\n%s (%s): %s\n  evidence: %s\n  try: %s\n", f.ID, f.Severity, f.Summary, f.Evidence, f.Suggestion)
+		fmt.Fprintf(w, "\n%s (%s): %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity),
+			escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
 	}
 	for _, w2 := range p.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", w2)
+		fmt.Fprintf(w, "warning: %s\n", escape.Terminal(w2))
 	}
 }
 

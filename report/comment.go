@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 )
 
 // CommentInfo is what a PR comment says besides the comparison.
@@ -29,13 +30,13 @@ func WriteComment(w io.Writer, r *gate.Report, base, cand []gate.Run, info Comme
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n", info.Marker)
 	if info.Workload != "" {
-		fmt.Fprintf(&b, "<sub>workload `%s`</sub>\n\n", cell(info.Workload))
+		fmt.Fprintf(&b, "<sub>workload %s</sub>\n\n", escape.CodeSpan(cut(info.Workload, maxCell)))
 	}
 	WriteCompareMarkdown(&b, r)
 	if chart := stepChart(base, cand); chart != "" {
 		b.WriteString("\n<details><summary>Step time per step</summary>\n\n" + chart + "\n</details>\n")
 	}
-	fmt.Fprintf(&b, "\n<sub>Baseline: %s. Machine: %s.</sub>\n", cell2(info.Baseline), cell2(info.Fingerprint))
+	fmt.Fprintf(&b, "\n<sub>Baseline: %s. Machine: %s.</sub>\n", text(info.Baseline), text(info.Fingerprint))
 	out := b.Bytes()
 	if len(out) > MaxComment {
 		cut := bytes.LastIndexByte(out[:MaxComment-400], '\n')
@@ -43,7 +44,16 @@ func WriteComment(w io.Writer, r *gate.Report, base, cand []gate.Run, info Comme
 		if info.SummaryURL != "" {
 			note += ": " + info.SummaryURL
 		}
-		out = append(out[:cut:cut], note+".\n"...)
+		out = out[:cut:cut]
+		// Close what the cut left open: a code fence (the chart) and the
+		// <details> sections; data cannot open either (it is escaped).
+		if bytes.Count(out, []byte("\n```"))%2 == 1 {
+			out = append(out, "\n```"...)
+		}
+		for range bytes.Count(out, []byte("<details>")) - bytes.Count(out, []byte("</details>")) {
+			out = append(out, "\n</details>"...)
+		}
+		out = append(out, note+".\n"...)
 	}
 	_, err := w.Write(out)
 	return err

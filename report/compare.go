@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -25,14 +27,16 @@ func WriteCompareJSON(w io.Writer, r *gate.Report) error {
 // 65,536-character limit whatever the kernel names.
 const maxCell = 80
 
-func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	s = strings.ReplaceAll(s, "\n", " ")
-	if r := []rune(s); len(r) > maxCell {
-		s = string(r[:maxCell-1]) + "…"
+// cut bounds a name to n characters before it is quoted.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
 	}
 	return s
 }
+
+// cell quotes a name for a table cell: a code span the name cannot end.
+func cell(s string) string { return escape.TableCode(cut(s, maxCell)) }
 
 func value(v float64, unit string) string {
 	switch unit {
@@ -157,12 +161,12 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		stats.Accepted: "☑️ **accepted**", stats.NoBaseline: "ℹ️ **no baseline**"}[r.Verdict]
 	fmt.Fprintf(w, "### gpugate: %s\n\n", head)
 	if len(r.Mismatch) > 0 {
-		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", cell2(strings.Join(r.Mismatch, "; ")))
+		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", text(strings.Join(r.Mismatch, "; ")))
 	}
 	fmt.Fprintf(w, "%d regression(s) · %d improvement(s) · %d inconclusive (α=%s, %s intervals, %s as samples)\n\n", reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
 	if len(r.Findings) > 0 && (r.Findings[0].New || r.Findings[0].Worse) && r.Verdict == stats.Regression {
 		f := r.Findings[0]
-		fmt.Fprintf(w, "**Why:** `%s` — %s. %s.\n\n**Try:** %s.\n\n", f.ID, f.Summary, f.Evidence, f.Suggestion)
+		fmt.Fprintf(w, "**Why:** %s — %s. %s.\n\n**Try:** %s.\n\n", escape.CodeSpan(f.ID), clip(f.Summary), clip(f.Evidence), f.Suggestion)
 	}
 	fmt.Fprint(w, "| metric | baseline | candidate | Δ | allowance | verdict |\n|:--|--:|--:|--:|--:|:--|\n")
 	for _, m := range r.Metrics {
@@ -182,9 +186,9 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	for _, m := range r.Metrics {
 		switch {
 		case m.Verdict == stats.Regression && m.Why != "":
-			notes = append(notes, fmt.Sprintf("- **%s** regressed: %s.", m.Name, cell2(m.Why)))
+			notes = append(notes, fmt.Sprintf("- **%s** regressed: %s.", m.Name, clip(m.Why)))
 		case m.Verdict == stats.Inconclusive && shown(m):
-			notes = append(notes, fmt.Sprintf("- **%s** inconclusive: %s.", m.Name, cell2(m.Reason)))
+			notes = append(notes, fmt.Sprintf("- **%s** inconclusive: %s.", m.Name, text(m.Reason)))
 		}
 	}
 	if len(notes) > 0 {
@@ -209,14 +213,14 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 			case f.Worse:
 				tag = fmt.Sprintf(" **worse** (was %.0f%% of the step)", 100*f.BaselineShare)
 			}
-			fmt.Fprintf(w, "- `%s` (%s)%s: %s. %s. *Try:* %s.\n", f.ID, f.Severity, tag, cell2(f.Summary), cell2(f.Evidence), f.Suggestion)
+			fmt.Fprintf(w, "- %s (%s)%s: %s. %s. *Try:* %s.\n", escape.CodeSpan(f.ID), escape.Markdown(f.Severity), tag, clip(f.Summary), clip(f.Evidence), f.Suggestion)
 		}
 	}
 	k := r.Kernels
 	if len(k.Added)+len(k.Removed)+len(k.Changed) > 0 {
 		fmt.Fprint(w, "\n<details><summary>Kernels that changed (per step)</summary>\n\n| kernel | | count | time |\n|:--|:--|--:|--:|\n")
 		row := func(what string, c gate.KernelChange) {
-			fmt.Fprintf(w, "| `%s` | %s | %s → %s | %.3f → %.3f ms (%+.3f) |\n", cell(c.Name), what, num(c.BaselineCount), num(c.CandidateCount), c.BaselineMs, c.CandidateMs, c.DeltaMs)
+			fmt.Fprintf(w, "| %s | %s | %s → %s | %.3f → %.3f ms (%+.3f) |\n", cell(c.Name), what, num(c.BaselineCount), num(c.CandidateCount), c.BaselineMs, c.CandidateMs, c.DeltaMs)
 		}
 		for _, c := range k.Added {
 			row("added", c)
@@ -229,23 +233,58 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		}
 		fmt.Fprint(w, "\n</details>\n")
 	}
-	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", cell2(sides(r)), r.Noise)
+	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), r.Noise)
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
 	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
-		fmt.Fprintf(w, " ⚠️ %s.", cell2(wn))
+		fmt.Fprintf(w, " ⚠️ %s.", text(wn))
 	}
 	fmt.Fprint(w, "</sub>\n")
 	return nil
 }
 
-// cell2 bounds free text in a comment line.
-func cell2(s string) string {
-	if r := []rune(s); len(r) > 600 {
-		return string(r[:599]) + "…"
+// maxText bounds free text in a comment line.
+const maxText = 600
+
+// text is free text with data in it (a warning, a file name, a branch) for
+// a comment line: cut, then escaped as Markdown text.
+func text(s string) string { return escape.Markdown(cut(s, maxText)) }
+
+// clip bounds a finding's text, which is Markdown whose names are code
+// spans (analysis quotes them): it cuts only outside a code span, so that a
+// cut never leaves a span open and the name after it live.
+func clip(md string) string {
+	if utf8.RuneCountInString(md) <= maxText {
+		return md
 	}
-	return s
+	last, open, n, i := 0, 0, 0, 0
+	for i < len(md) && n < maxText-1 {
+		if open == 0 {
+			last = i
+		}
+		if md[i] == '`' {
+			j := i
+			for j < len(md) && md[j] == '`' {
+				j++
+			}
+			if k := j - i; open == 0 {
+				open = k
+			} else if open == k {
+				open = 0
+			}
+			n += j - i
+			i = j
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(md[i:])
+		i += size
+		n++
+	}
+	if open == 0 {
+		last = i
+	}
+	return md[:last] + "…"
 }
 
 // WriteCompareText writes the comparison for a terminal.
@@ -254,7 +293,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	fmt.Fprintf(w, "gpugate: %s — %d regression(s), %d improvement(s), %d inconclusive (α=%s, %s intervals, %s as samples)\n\n",
 		strings.ToUpper(string(r.Verdict)), reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
 	if len(r.Mismatch) > 0 {
-		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", strings.Join(r.Mismatch, "; "))
+		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", escape.Terminal(strings.Join(r.Mismatch, "; ")))
 	}
 	fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s\n", "metric", "baseline", "candidate", "Δ [interval]", "allow", "verdict")
 	for _, m := range r.Metrics {
@@ -271,9 +310,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	for _, m := range r.Metrics {
 		switch {
 		case m.Verdict == stats.Regression && m.Why != "":
-			fmt.Fprintf(w, "  %s regressed: %s\n", m.Name, m.Why)
+			fmt.Fprintf(w, "  %s regressed: %s\n", m.Name, escape.Terminal(m.Why))
 		case m.Verdict == stats.Inconclusive && shown(m):
-			fmt.Fprintf(w, "  %s inconclusive: %s\n", m.Name, m.Reason)
+			fmt.Fprintf(w, "  %s inconclusive: %s\n", m.Name, escape.Terminal(m.Reason))
 		}
 	}
 	d := r.Decomposition
@@ -292,14 +331,15 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		case f.Worse:
 			tag = " [worse]"
 		}
-		fmt.Fprintf(w, "\n%s (%s)%s: %s\n  evidence: %s\n  try: %s\n", f.ID, f.Severity, tag, f.Summary, f.Evidence, f.Suggestion)
+		fmt.Fprintf(w, "\n%s (%s)%s: %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity), tag,
+			escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
 	}
-	fmt.Fprintf(w, "\n%s\nnoise: %s\n", sides(r), r.Noise)
+	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), r.Noise)
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
 	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
-		fmt.Fprintf(w, "warning: %s\n", wn)
+		fmt.Fprintf(w, "warning: %s\n", escape.Terminal(wn))
 	}
 	return nil
 }

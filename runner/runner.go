@@ -5,7 +5,6 @@
 package runner
 
 import (
-	"bufio"
 	"context"
 	"embed"
 	"errors"
@@ -22,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/escape"
 )
 
 //go:embed inject
@@ -56,8 +57,13 @@ type Job struct {
 	// StepLog, when set, matches a step time in ms (first group) in the
 	// job's output: the timing of an unprofiled pass.
 	StepLog *regexp.Regexp
-	// Output receives the job's output, each line prefixed, and progress.
+	// Output receives the job's output, each line prefixed and with
+	// control characters shown as escapes, and progress.
 	Output io.Writer
+	// StopCommands wraps the echoed output in ::stop-commands::TOKEN and
+	// ::TOKEN:: with a random token, so that the Actions runner reads no
+	// workflow command from it; set it when running in Actions.
+	StopCommands bool
 	// KillGrace is how long the process group gets between SIGTERM and
 	// SIGKILL; 5 s by default.
 	KillGrace time.Duration
@@ -70,6 +76,9 @@ type Result struct {
 	Duration  time.Duration
 	Steps     int       // optimizer steps seen while it ran
 	StepTimes []float64 // ms, from StepLog
+	// Killed lists, as "pid (comm)", the processes the job left running
+	// (daemons, stray workers) that were killed after it.
+	Killed []string
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -128,7 +137,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := os.Environ()
+	env := jobEnv(os.Environ())
 	for k, v := range job.Env {
 		env = append(env, k+"="+v)
 	}
@@ -231,16 +240,28 @@ func lastLine(s string) string {
 
 var stepLine = regexp.MustCompile(`^gpugate-step (\d+)$`)
 
+// tokenVar carries a random token into the job's environment, by which the
+// processes it leaves behind are recognised.
+const tokenVar = "GPUGATE_JOB_TOKEN"
+
+// progressEvery is how often a progress line redrawn with \r is echoed.
+const progressEvery = 10 * time.Second
+
 // run starts args in its own process group and waits for it, streaming its
-// output; on timeout or cancellation the whole group is killed.
+// output; on timeout or cancellation the whole group is killed, and
+// whatever the job left behind (even in a session of its own) is killed
+// when it ends.
 func run(ctx context.Context, job Job, args, env []string, res *Result) error {
-	logf, err := os.Create(res.Log)
+	f, err := os.Create(res.Log)
 	if err != nil {
 		return err
 	}
+	logf := &capLog{f: f}
 	defer logf.Close()
+	becomeSubreaper()
+	token := escape.Token(16)
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir, cmd.Env = job.Dir, env
+	cmd.Dir, cmd.Env = job.Dir, append(env, tokenVar+"="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -254,44 +275,75 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	pw.Close()
 	start := time.Now()
+	if job.StopCommands {
+		defer escape.StopCommands(job.Output)()
+	}
 
 	var mu sync.Mutex
 	var tail []string
 	lines := 0
+	// unshown is the last \r-terminated line, when it was not echoed (a
+	// progress bar is echoed once per progressEvery); a \n right after it
+	// (\r\n, or a bar's last redraw) shows it.
+	var unshown string
+	var lastProgress time.Time
+	show := func(line string) {
+		tail = append(tail, line)
+		if len(tail) > 5 {
+			tail = tail[1:]
+		}
+		fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, line)
+	}
+	sp := &splitter{emit: func(line string, dropped int, cr bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if line == "" && dropped == 0 {
+			if !cr && unshown != "" {
+				show(unshown)
+			}
+			unshown = ""
+			return
+		}
+		unshown = ""
+		if !chatter(line) {
+			lines++
+		}
+		if m := stepLine.FindStringSubmatch(line); m != nil {
+			res.Steps, _ = strconv.Atoi(m[1])
+			if res.Steps%10 == 0 {
+				fmt.Fprintf(job.Output, "[%s] step %d, %.1fs\n", job.Name, res.Steps, time.Since(start).Seconds())
+			}
+			return
+		}
+		if job.StepLog != nil {
+			if m := job.StepLog.FindStringSubmatch(line); len(m) > 1 {
+				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+					res.StepTimes = append(res.StepTimes, v)
+				}
+			}
+		}
+		shown := clipLine(line, dropped)
+		if cr && time.Since(lastProgress) < progressEvery {
+			unshown = shown
+			return
+		}
+		if cr {
+			lastProgress = time.Now()
+		}
+		show(shown)
+	}}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(logf, line)
-			mu.Lock()
-			if !chatter(line) {
-				lines++
-			}
-			if m := stepLine.FindStringSubmatch(line); m != nil {
-				res.Steps, _ = strconv.Atoi(m[1])
-				if res.Steps%10 == 0 {
-					fmt.Fprintf(job.Output, "[%s] step %d, %.1fs\n", job.Name, res.Steps, time.Since(start).Seconds())
-				}
-				mu.Unlock()
-				continue
-			}
-			if job.StepLog != nil {
-				if m := job.StepLog.FindStringSubmatch(line); len(m) > 1 {
-					if v, err := strconv.ParseFloat(m[1], 64); err == nil {
-						res.StepTimes = append(res.StepTimes, v)
-					}
-				}
-			}
-			tail = append(tail, line)
-			if len(tail) > 5 {
-				tail = tail[1:]
-			}
-			mu.Unlock()
-			fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, line)
+		// Blocks, not lines: no line is too long to read.
+		io.Copy(io.MultiWriter(logf, sp), pr)
+		sp.flush()
+		mu.Lock()
+		if unshown != "" {
+			show(unshown)
+			unshown = ""
 		}
+		mu.Unlock()
 	}()
 
 	done := make(chan error, 1)
@@ -312,13 +364,21 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		killed = "was interrupted; its process group was killed"
 		err = killGroup(cmd.Process.Pid, done, job.KillGrace)
 	}
-	// Children that outlived the job (daemons, DataLoader workers) keep the
-	// pipe open; the group is gone by now, but do not wait forever.
+	// Whatever the job left in its group (a forgotten background worker)
+	// or started in a session of its own (a setsid daemon) goes with it;
+	// it would hold the pipe open and keep writing after gpugate is gone.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	res.Killed = killLeftovers(cmd.Process.Pid, token)
+	if len(res.Killed) > 0 {
+		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
+	}
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
-		pr.Close()
+		pr.Close() // a process beyond reach still holds the pipe
+		<-copied
 	}
+	pr.Close()
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
@@ -334,10 +394,21 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	case lines == 0:
 		return &Error{Job: job.Name, What: "exited without printing anything: is the command right?", Log: res.Log}
 	}
-	// Whatever the job left in its group (a forgotten background worker)
-	// goes with it.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	return nil
+}
+
+// clipLine is a line of output as echoed: cut to maxEcho characters, with
+// control characters shown as escapes and the bytes left out counted.
+func clipLine(line string, dropped int) string {
+	if r := []rune(line); len(r) > maxEcho {
+		dropped += len(string(r[maxEcho:]))
+		line = string(r[:maxEcho])
+	}
+	line = escape.Terminal(line)
+	if dropped > 0 {
+		line += fmt.Sprintf(" … (%d more bytes)", dropped)
+	}
+	return line
 }
 
 // chatter reports whether an output line comes from gpugate's injection or
@@ -362,4 +433,29 @@ func killGroup(pgid int, done <-chan error, grace time.Duration) error {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		return <-done
 	}
+}
+
+// NewRunDir creates a new artifacts folder for a run of workload under
+// root: root/WORKLOAD/TIME-RANDOM, made with os.Mkdir, so that two runs
+// started in the same second never share one (and one never records the
+// other's traces). workload must be a single path element.
+func NewRunDir(root, workload string, now time.Time) (string, error) {
+	if workload == "" || workload == "." || workload == ".." || strings.ContainsAny(workload, `/\`+"\x00") {
+		return "", fmt.Errorf("artifacts folder for workload %q: not a single folder name", workload)
+	}
+	parent := filepath.Join(root, workload)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	for range 16 {
+		dir := filepath.Join(parent, now.UTC().Format("20060102T150405Z")+"-"+escape.Token(4))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("artifacts folder under %s: no free name", parent)
 }

@@ -22,3 +22,11 @@ go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
 go test -p 1 -count=1 ./...
+# The escaping fuzzers (issue 10), 60 s each; a finding fails the run and
+# is saved under the package's testdata/fuzz/ as a new seed. New inputs
+# are minimized for at most 5 s, so that the 60 s go mostly to fuzzing.
+go test -run XXX -fuzz '^FuzzEscape$' -fuzztime 60s -fuzzminimizetime 5s ./internal/escape
+go test -run XXX -fuzz '^FuzzActionsWriter$' -fuzztime 60s -fuzzminimizetime 5s ./internal/escape
+go test -run XXX -fuzz '^FuzzFileCommand$' -fuzztime 60s -fuzzminimizetime 5s ./internal/escape
+go test -run XXX -fuzz '^FuzzComment$' -fuzztime 60s -fuzzminimizetime 5s ./report
+go test -run XXX -fuzz '^FuzzText$' -fuzztime 60s -fuzzminimizetime 5s ./report

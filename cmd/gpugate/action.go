@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpugate/gpugate/action"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -114,7 +116,11 @@ func runAction(ctx context.Context, getenv func(string) string, stdout, stderr i
 		return err
 	}
 	// Artifacts go to the runner's temporary folder, not into the checkout.
-	opts := runOptions{db: gha.Input("baseline-db"), nsys: getenv("GPUGATE_NSYS"), out: filepath.Join(tmp, "gpugate-runs", w.Name)}
+	out, err := runner.NewRunDir(filepath.Join(tmp, "gpugate-runs"), w.Name, time.Now())
+	if err != nil {
+		return err
+	}
+	opts := runOptions{db: gha.Input("baseline-db"), nsys: getenv("GPUGATE_NSYS"), out: out}
 	if mode == "refresh" {
 		opts.record = true
 		w.Repeat = max(w.Repeat, c.Baseline.Runs)
@@ -255,7 +261,7 @@ func postResult(ctx context.Context, gha *action.IO, log io.Writer, getenv func(
 	}
 	// The result comes from a run on untrusted code: accept only what a
 	// comment may hold.
-	if r.PR <= 0 || r.Workload == "" || strings.ContainsAny(r.Workload, "\n<>") || len(r.Comment) > report.MaxComment {
+	if r.PR <= 0 || config.CheckName(r.Workload) != nil || len(r.Comment) > report.MaxComment {
 		return fmt.Errorf("%s: result has no valid PR number, workload or comment", path)
 	}
 	if !strings.HasPrefix(r.Comment, action.Marker(r.Workload)) {

@@ -11,15 +11,47 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
 )
 
+// signals are what stops gpugate: Ctrl-C, and SIGTERM and SIGHUP, which a
+// CI runner sends on cancel. Each cancels the job (its process group and
+// what it left behind are killed) and gpugate exits 2.
+var signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// stopGrace bounds the time from a signal to the exit: the job's kill
+// grace and the clean-up after it.
+const stopGrace = 20 * time.Second
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := gpugate(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
+	go func() {
+		<-ctx.Done()
+		time.Sleep(stopGrace)
+		fmt.Fprintln(os.Stderr, "gpugate: stopped by a signal; gave up waiting for the clean-up")
+		os.Exit(exitTrouble)
+	}()
+	var stdout, stderr io.Writer = os.Stdout, os.Stderr
+	if os.Getenv("GITHUB_ACTIONS") == "true" {
+		// No line gpugate prints can start a workflow command, whatever
+		// names it holds; gpugate's own commands go to escape.Raw.
+		aout, aerr := escape.NewActionsWriter(os.Stdout), escape.NewActionsWriter(os.Stderr)
+		stdout, stderr = aout, aerr
+	}
+	code := gpugate(ctx, os.Args[1:], stdout, stderr)
+	if ctx.Err() != nil && code == exitOK {
+		code = exitTrouble
+	}
 	stop()
+	if a, ok := stdout.(*escape.ActionsWriter); ok {
+		a.Flush()
+		stderr.(*escape.ActionsWriter).Flush()
+	}
 	os.Exit(code)
 }
 
@@ -124,7 +156,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), err, cmd.usage)
 		return exitTrouble
 	}
-	fmt.Fprintf(stderr, "gpugate: %v\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "gpugate: %v\n", escape.Terminal(oneLine(err.Error())))
 	return exitTrouble
 }
 

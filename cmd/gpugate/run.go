@@ -14,6 +14,7 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 )
@@ -174,7 +175,7 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 			}
 		}
 		for _, wn := range rep.Warnings {
-			fmt.Fprintf(w, "\ngpugate: %s\n", wn)
+			fmt.Fprintf(w, "\ngpugate: %s\n", escape.Terminal(wn))
 		}
 		return nil
 	}

@@ -1,0 +1,120 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Limits of what the runner keeps of a job's output. The job's pipe is
+// read in blocks, never by a line scanner, so a line of any length (a tqdm
+// bar redrawn with \r for megabytes) never stops the reader.
+const (
+	// LogHead and LogTail bound job.log: it keeps the first LogHead and the
+	// last LogTail bytes of the output, and says how much it left out
+	// between them.
+	LogHead = 1 << 20
+	LogTail = 4 << 20
+	// maxLine is the longest line (or \r-separated segment) kept for
+	// parsing; the rest of a longer one is counted, not kept.
+	maxLine = 64 << 10
+	// maxEcho is the longest line echoed to the terminal or kept in an
+	// error's tail.
+	maxEcho = 2000
+)
+
+// capLog writes the head of the output to a file and keeps its tail in a
+// ring buffer, written out on Close.
+type capLog struct {
+	f       *os.File
+	written int64 // to the file, in the head
+	ring    []byte
+	pos     int   // next write in ring
+	full    bool  // ring has wrapped
+	total   int64 // bytes seen
+}
+
+func (l *capLog) Write(p []byte) (int, error) {
+	n := len(p)
+	l.total += int64(n)
+	if l.written < LogHead {
+		k := min(int64(len(p)), LogHead-l.written)
+		if _, err := l.f.Write(p[:k]); err != nil {
+			return 0, err
+		}
+		l.written += k
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		if l.ring == nil {
+			l.ring = make([]byte, LogTail)
+		}
+		k := copy(l.ring[l.pos:], p)
+		l.pos += k
+		p = p[k:]
+		if l.pos == len(l.ring) {
+			l.pos, l.full = 0, true
+		}
+	}
+	return n, nil
+}
+
+// Close writes the tail and closes the file.
+func (l *capLog) Close() error {
+	if l.ring != nil {
+		tail := l.ring[:l.pos]
+		if l.full {
+			tail = append(append([]byte(nil), l.ring[l.pos:]...), l.ring[:l.pos]...)
+			fmt.Fprintf(l.f, "\n[gpugate: %d bytes of output left out here; job.log keeps the first %d MiB and the last %d MiB of %d bytes]\n",
+				l.total-l.written-int64(len(tail)), LogHead>>20, LogTail>>20, l.total)
+		}
+		l.f.Write(tail)
+	}
+	return l.f.Close()
+}
+
+// splitter cuts a byte stream into lines at \n and \r, keeping at most
+// maxLine bytes of each.
+type splitter struct {
+	mu      sync.Mutex
+	line    []byte
+	dropped int // bytes of the current line beyond maxLine
+	emit    func(line string, dropped int, cr bool)
+}
+
+func (s *splitter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexAny(p, "\r\n")
+		piece := p
+		if i >= 0 {
+			piece = p[:i]
+		}
+		if room := maxLine - len(s.line); room >= len(piece) {
+			s.line = append(s.line, piece...)
+		} else {
+			s.line = append(s.line, piece[:max(room, 0)]...)
+			s.dropped += len(piece) - max(room, 0)
+		}
+		if i < 0 {
+			break
+		}
+		s.emit(string(s.line), s.dropped, p[i] == '\r')
+		s.line, s.dropped = s.line[:0], 0
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush emits an unterminated last line.
+func (s *splitter) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.line) > 0 || s.dropped > 0 {
+		s.emit(string(s.line), s.dropped, false)
+		s.line, s.dropped = nil, 0
+	}
+}
