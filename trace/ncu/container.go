@@ -70,9 +70,14 @@ func writerVersion(r io.ReadSeeker) (string, error) {
 		if size > maxHeader {
 			return nil, fmt.Errorf("offset %d: header of %d bytes, over the %d-byte limit", pos, size, maxHeader)
 		}
-		b := make([]byte, size)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return nil, fmt.Errorf("offset %d: truncated header: %w", pos, err)
+		// Read as the bytes arrive rather than allocating the size the
+		// file claims.
+		b, err := io.ReadAll(io.LimitReader(br, int64(size)))
+		if err != nil {
+			return nil, err
+		}
+		if len(b) != int(size) {
+			return nil, fmt.Errorf("offset %d: truncated header: %d of %d bytes", pos, len(b), size)
 		}
 		pos += 4 + int64(size)
 		return b, nil

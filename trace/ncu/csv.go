@@ -168,7 +168,7 @@ func (p *parser) identify(rec []string, col map[string]int, name string, line in
 	}
 	l := p.launch(id)
 	if l.Name == "" {
-		l.Name = field(rec, col, "Kernel Name")
+		l.Name = strings.Clone(field(rec, col, "Kernel Name"))
 	}
 	if l.ProcessID == 0 {
 		l.ProcessID, _ = strconv.Atoi(field(rec, col, "Process ID"))
