@@ -348,9 +348,12 @@ func (p *parser) finish() {
 			n := *s.static + *s.dynamic
 			l.SharedMemPerBlock = &n
 		}
-		l.OccupancyLimiters = nil
+		l.OccupancyLimiters = []string{}
 		l.Bound = ""
 		l.applyRules()
+		if l.Rules == nil {
+			l.Rules = []Rule{}
+		}
 	}
 	p.rep.Launches = p.order
 }

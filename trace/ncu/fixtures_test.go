@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -324,7 +325,7 @@ func TestLimiters(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range rep.Launches {
-			if got, want := l.OccupancyLimiters, l.LimitersFromBlockLimits(); !reflect.DeepEqual(got, want) {
+			if got, want := l.OccupancyLimiters, l.LimitersFromBlockLimits(); !slices.Equal(got, want) {
 				t.Errorf("%s launch %d: rule limiters %q, block limits say %q", dir, l.ID, got, want)
 			}
 		}

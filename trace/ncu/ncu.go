@@ -77,7 +77,7 @@ type Launch struct {
 	// Bound is what ncu's SOLBottleneck rule says limits the kernel:
 	// "compute", "memory", "latency", "small-grid", "balanced"; empty
 	// when the report has no such rule result.
-	Bound string `json:"bound"`
+	Bound string `json:"bound,omitempty"`
 	// OccupancyLimiters are the resources ncu's Occupancy rule names as
 	// limiting theoretical occupancy ("registers", "shared_mem", "warps",
 	// "blocks"); empty when occupancy is not limited or not known.
@@ -87,7 +87,11 @@ type Launch struct {
 }
 
 // Dim3 is a grid or block shape.
-type Dim3 struct{ X, Y, Z int64 }
+type Dim3 struct {
+	X int64 `json:"x"`
+	Y int64 `json:"y"`
+	Z int64 `json:"z"`
+}
 
 // BlockLimits are blocks per SM allowed by each resource; nil when absent.
 type BlockLimits struct {
