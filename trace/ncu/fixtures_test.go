@@ -515,3 +515,41 @@ func TestReadReport(t *testing.T) {
 		}
 	})
 }
+
+// TestReadReportMatchesExports: reading a report through the installed ncu
+// gives, launch by launch and field by field, what the fixtures' own
+// base-unit exports of its details and raw pages give (made with the same
+// ncu 2022.3, see PROVENANCE.md).
+func TestReadReportMatchesExports(t *testing.T) {
+	cli := ncuCLI(t)
+	for _, dir := range []string{"cudacode-rtx2080ti", "mojo-divergence-gtx1660ti", "speedyscan-rtx3070", "mistic-a100-partial-sections", "indexspaces-a40"} {
+		t.Run(dir, func(t *testing.T) {
+			got, err := ReadReport(context.Background(), cli, fixture(t, dir, ".ncu-rep"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &Report{}
+			p := newParser(want)
+			for _, suffix := range []string{".details.base-units.csv", ".raw.base-units.csv"} {
+				f, err := os.Open(fixture(t, dir, suffix))
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = p.parse(f, suffix)
+				f.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.finish()
+			if len(got.Launches) != len(want.Launches) {
+				t.Fatalf("%d launches, exports have %d", len(got.Launches), len(want.Launches))
+			}
+			for i := range got.Launches {
+				if !reflect.DeepEqual(got.Launches[i], want.Launches[i]) {
+					t.Errorf("launch %d:\n got %+v\nwant %+v", i, *got.Launches[i], *want.Launches[i])
+				}
+			}
+		})
+	}
+}
