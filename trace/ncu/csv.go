@@ -83,15 +83,24 @@ func (p *parser) parse(r io.Reader, name string) error {
 	// ncu prints "==ERROR==", "==WARNING==" and "==PROF==" lines on stdout,
 	// before the CSV and sometimes after it.
 	line := 0
-	var msgs []string
+	var msgs []string // the last one only, at most 300 bytes
 	for {
 		b, err := br.Peek(2)
 		if err != nil || string(b) != "==" {
 			break
 		}
-		s, _ := br.ReadString('\n')
 		line++
-		msgs = append(msgs, strings.TrimSpace(s))
+		var msg []byte
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if len(msg) < 300 {
+				msg = append(msg, chunk[:min(len(chunk), 300-len(msg))]...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		msgs = []string{strings.TrimSpace(string(msg))}
 	}
 	cr := csv.NewReader(br)
 	// Metric rows have 13 fields and rule rows 15 (the header has 15).
@@ -114,7 +123,7 @@ func (p *parser) parse(r io.Reader, name string) error {
 		col[strings.TrimPrefix(h, "\ufeff")] = i
 	}
 	if _, ok := col["ID"]; !ok {
-		return &trace.SyntaxError{File: name, Pos: "line 1", Msg: `not an ncu CSV export: no "ID" column`}
+		return &trace.SyntaxError{File: name, Pos: fmt.Sprintf("line %d", line+1), Msg: `not an ncu CSV export: no "ID" column`}
 	}
 	switch {
 	case has(col, "Section Name", "Metric Name", "Metric Unit", "Metric Value"):
@@ -123,7 +132,7 @@ func (p *parser) parse(r io.Reader, name string) error {
 		}
 		return p.details(cr, col, name, line)
 	case has(col, "Invocations", "Metric Name"):
-		return &trace.SyntaxError{File: name, Pos: "line 1", Msg: "an ncu summary page (--print-summary) has no per-launch values: export --page details or --page raw"}
+		return &trace.SyntaxError{File: name, Pos: fmt.Sprintf("line %d", line+1), Msg: "an ncu summary page (--print-summary) has no per-launch values: export --page details or --page raw"}
 	default:
 		if p.rep.Source == "" {
 			p.rep.Source = "raw-csv"
