@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpugate/gpugate/internal/fixtures"
@@ -29,6 +30,28 @@ func ncuCLI(t *testing.T) string {
 		t.Fatalf("GPUGATE_NCU=%s: %v", p, err)
 	}
 	return p
+}
+
+var (
+	reportsMu sync.Mutex
+	reports   = map[string]*Report{}
+)
+
+// readReport reads a fixture report with ncu once per test binary: each
+// import starts ncu twice, which takes seconds on a loaded machine.
+func readReport(t *testing.T, cli, path string) *Report {
+	t.Helper()
+	reportsMu.Lock()
+	defer reportsMu.Unlock()
+	if r, ok := reports[path]; ok {
+		return r
+	}
+	r, err := ReadReport(context.Background(), cli, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports[path] = r
+	return r
 }
 
 // want is one value from PROVENANCE.md's table, with the tolerance its
@@ -447,10 +470,7 @@ func TestReadReport(t *testing.T) {
 	ctx := context.Background()
 	for dir, p := range provenanceTable {
 		t.Run(dir, func(t *testing.T) {
-			rep, err := ReadReport(ctx, cli, fixture(t, dir, ".ncu-rep"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := readReport(t, cli, fixture(t, dir, ".ncu-rep"))
 			if rep.Source != "ncu-rep" || rep.Writer != writers[dir] {
 				t.Errorf("source %q writer %q", rep.Source, rep.Writer)
 			}
@@ -465,10 +485,7 @@ func TestReadReport(t *testing.T) {
 		})
 	}
 	t.Run("partial", func(t *testing.T) {
-		rep, err := ReadReport(ctx, cli, fixture(t, "mistic-a100-partial-sections", ".ncu-rep"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := readReport(t, cli, fixture(t, "mistic-a100-partial-sections", ".ncu-rep"))
 		l := rep.Launches[0]
 		checkF(t, "duration", l.Duration, w(1129093408, 0))
 		if l.SMThroughput != nil || l.MemoryThroughput != nil || l.AchievedOccupancy != nil || l.SMFrequency != nil {
@@ -524,10 +541,7 @@ func TestReadReportMatchesExports(t *testing.T) {
 	cli := ncuCLI(t)
 	for _, dir := range []string{"cudacode-rtx2080ti", "mojo-divergence-gtx1660ti", "speedyscan-rtx3070", "mistic-a100-partial-sections", "indexspaces-a40"} {
 		t.Run(dir, func(t *testing.T) {
-			got, err := ReadReport(context.Background(), cli, fixture(t, dir, ".ncu-rep"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := readReport(t, cli, fixture(t, dir, ".ncu-rep"))
 			want := &Report{}
 			p := newParser(want)
 			for _, suffix := range []string{".details.base-units.csv", ".raw.base-units.csv"} {
