@@ -20,6 +20,11 @@
 # exits 0. Exit status: 0 when nothing failed, 1 when a step failed, 2 on
 # bad usage.
 #
+# On a machine without Go or network (the lent GPU machine), build the
+# binaries here and carry them: CGO_ENABLED=0 go build -o bin/gpugate
+# ./cmd/gpugate && CGO_ENABLED=0 go build -o bin/gpugate-deepdive
+# ./internal/cmd/deepdive (bin/ is git-ignored).
+#
 # Environment: GPUGATE_PYTHON (default python3), GPUGATE_NCU (default ncu on
 # PATH, then /opt/nvidia/nsight-compute/*/ncu, then scripts/setup-ncu.sh's),
 # GPUGATE_CHECK_BIN (a folder holding gpugate and gpugate-deepdive, instead
@@ -114,7 +119,7 @@ if [ -z "$NCU" ]; then
 fi
 if [ -z "$NCU" ]; then
 	for c in /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu /opt/gpugate/nsight-compute/usr/lib/nsight-compute/ncu; do
-		if [ -x "$c" ]; then NCU=$c; fi
+		if [ -x "$c" ]; then NCU=$c && break; fi
 	done
 fi
 if [ -n "$NCU" ]; then
@@ -141,7 +146,7 @@ fi
 # The deep-dive's own check runs everywhere: without a GPU it must skip
 # with its note.
 if [ -n "$NCU" ] && [ -x "$DEEPDIVE" ]; then
-	OK="0 3" step probe 120 "$DEEPDIVE" -ncu "$NCU" -out "$OUT/ncu-probe" -kernel none -- /bin/true || true
+	OK="0 3" step probe 120 "$DEEPDIVE" -ncu "$NCU" -probe || true
 	note "deep-dive probe: $(head -n 1 "$OUT/probe.log")"
 fi
 

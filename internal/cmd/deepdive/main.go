@@ -3,11 +3,13 @@
 //
 //	deepdive -out DIR -kernel NAME [-kernel NAME…] [-skip N] [-sections A,B] [-clock-control none] -- CMD ARGS…
 //	deepdive -compare BASE.ncu-rep HEAD.ncu-rep
+//	deepdive -probe
 //
 // The first form checks that ncu can profile here (ncu.Probe), runs the job
 // under ncu once per kernel (ncu.DeepDive.Invocations), reads each report
 // back (ncu.ReadReport) and writes DIR/deepdive.json. The second prints the
 // one-line comparison (ncu.Compare) of the first launch of each report.
+// The third only says whether ncu can profile here.
 //
 // Exit status: 0 done, 3 skipped (ncu cannot profile here; the note says
 // why), 2 trouble.
@@ -48,6 +50,7 @@ func deepdive(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	clock := fs.String("clock-control", "", "ncu --clock-control: base or none")
 	timeout := fs.Duration("timeout", 3*time.Minute, "limit for each ncu run")
 	compare := fs.Bool("compare", false, "compare two reports: deepdive -compare BASE HEAD")
+	probe := fs.Bool("probe", false, "only say whether ncu can profile here (exit 0) or not (exit 3)")
 	var kernels listFlag
 	fs.Var(&kernels, "kernel", "kernel `name` as the trace has it (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +65,15 @@ func deepdive(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(errors.New("-compare needs BASE and HEAD reports"))
 		}
 		return compareReports(ctx, *cli, fs.Arg(0), fs.Arg(1), stdout, stderr)
+	}
+	if *probe {
+		a := ncu.Probe(ctx, *cli)
+		if !a.OK {
+			fmt.Fprintln(stdout, a.Note)
+			return 3
+		}
+		fmt.Fprintf(stdout, "ncu %s can profile here\n", a.NCU)
+		return 0
 	}
 	if *out == "" || len(kernels) == 0 || fs.NArg() == 0 {
 		return fail(errors.New("usage: deepdive -out DIR -kernel NAME [...] -- CMD ARGS..."))

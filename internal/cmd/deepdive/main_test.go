@@ -29,6 +29,10 @@ func TestNoGPU(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("a skipped deep-dive wrote %d files", len(entries))
 	}
+	out.Reset()
+	if code := deepdive(context.Background(), []string{"-ncu", cli, "-probe"}, &out, &errOut); code != 3 || !strings.HasPrefix(out.String(), "deep-dive skipped: no NVIDIA GPU or driver here") {
+		t.Errorf("-probe: exit %d, stdout %q", code, out.String())
+	}
 }
 
 func TestCompareMode(t *testing.T) {
