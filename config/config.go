@@ -58,11 +58,36 @@ type Workload struct {
 	// (profiler: none).
 	StepLog string `yaml:"step_log"`
 	Nsys    Nsys   `yaml:"nsys"`
+	// DeepDive, when set, reruns the job under Nsight Compute on the
+	// kernels that regressed (opt-in).
+	DeepDive *DeepDive `yaml:"deep_dive"`
 
 	line, col         int             // where the workload starts, for errors
 	nameLine, nameCol int             // where its name is
 	set               map[string]bool // keys present in the file
 }
+
+// DeepDive configures the Nsight Compute deep-dive after a regression:
+//
+//	deep_dive: {tool: ncu, kernels: 3, sections: [SpeedOfLight, LaunchStats, Occupancy]}
+type DeepDive struct {
+	Tool string `yaml:"tool"` // ncu, the only one
+	// Kernels is how many of the most regressed kernels to profile, one
+	// ncu run each; default 3, at most MaxDeepDiveKernels.
+	Kernels int `yaml:"kernels"`
+	// Sections are ncu section identifiers; empty means ncu.DefaultSections.
+	Sections []string `yaml:"sections"`
+	// ClockControl is ncu's --clock-control: base (ncu's default) or none.
+	ClockControl string `yaml:"clock_control"`
+
+	line, col int
+}
+
+// MaxDeepDiveKernels bounds deep_dive.kernels: each kernel is one more run
+// of the job under ncu.
+const MaxDeepDiveKernels = 10
+
+var sectionRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
 // Nsys configures the Nsight Systems backend.
 type Nsys struct {
@@ -255,9 +280,17 @@ func Parse(data []byte, name string) (*Config, error) {
 				if j < len(c.Workloads) {
 					c.Workloads[j].line, c.Workloads[j].col = w.Line, w.Column
 					c.Workloads[j].set = keysOf(w)
+					if dd := c.Workloads[j].DeepDive; dd != nil {
+						dd.line, dd.col = w.Line, w.Column
+					}
 					for k := 0; k+1 < len(w.Content); k += 2 {
-						if w.Content[k].Value == "name" {
+						switch w.Content[k].Value {
+						case "name":
 							c.Workloads[j].nameLine, c.Workloads[j].nameCol = w.Content[k+1].Line, w.Content[k+1].Column
+						case "deep_dive":
+							if dd := c.Workloads[j].DeepDive; dd != nil {
+								dd.line, dd.col = w.Content[k].Line, w.Content[k].Column
+							}
 						}
 					}
 				}
@@ -432,6 +465,32 @@ func (c *Config) validate() Errors {
 		}
 		if w.Nsys.Trace == "" {
 			w.Nsys.Trace = "cuda,nvtx,osrt"
+		}
+		if dd := w.DeepDive; dd != nil {
+			at := func(format string, args ...any) {
+				errs = append(errs, &Error{File: c.File, Line: dd.line, Col: dd.col,
+					Msg: fmt.Sprintf("workload %q: deep_dive: ", w.Name) + fmt.Sprintf(format, args...)})
+			}
+			if dd.Tool == "" {
+				dd.Tool = "ncu"
+			}
+			if dd.Tool != "ncu" {
+				at("tool %q: want ncu", dd.Tool)
+			}
+			if dd.Kernels == 0 {
+				dd.Kernels = 3
+			}
+			if dd.Kernels < 1 || dd.Kernels > MaxDeepDiveKernels {
+				at("kernels must be 1 to %d (one ncu run of the job each), not %d", MaxDeepDiveKernels, dd.Kernels)
+			}
+			for _, s := range dd.Sections {
+				if !sectionRE.MatchString(s) {
+					at("section %q is not an ncu section identifier (letters, digits, _; see ncu --list-sections)", s)
+				}
+			}
+			if dd.ClockControl != "" && dd.ClockControl != "base" && dd.ClockControl != "none" {
+				at("clock_control %q: want base or none", dd.ClockControl)
+			}
 		}
 	}
 	if c.Baseline.DB == "" {

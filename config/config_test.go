@@ -125,3 +125,38 @@ func TestWorkloadNames(t *testing.T) {
 		t.Errorf(`Workload("../ok") error %v, want the name rule`, err)
 	}
 }
+
+func TestDeepDive(t *testing.T) {
+	c, err := Parse([]byte(`version: 1
+workloads:
+  - name: a
+    command: [x]
+    deep_dive: {tool: ncu, sections: [SpeedOfLight, Occupancy]}
+  - name: b
+    command: [x]
+`), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd := c.Workloads[0].DeepDive
+	if dd == nil || dd.Tool != "ncu" || dd.Kernels != 3 || len(dd.Sections) != 2 || dd.ClockControl != "" {
+		t.Errorf("deep_dive = %+v", dd)
+	}
+	if c.Workloads[1].DeepDive != nil {
+		t.Errorf("deep_dive is opt-in, got %+v", c.Workloads[1].DeepDive)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"    deep_dive: {tool: nsys}\n", `perf.yaml:5:5: workload "a": deep_dive: tool "nsys": want ncu`},
+		{"    deep_dive: {kernels: 11}\n", `perf.yaml:5:5: workload "a": deep_dive: kernels must be 1 to 10`},
+		{"    deep_dive: {kernels: -1}\n", "kernels must be 1 to 10"},
+		{"    deep_dive: {sections: [\"regex:.*\"]}\n", `perf.yaml:5:5: workload "a": deep_dive: section "regex:.*" is not an ncu section identifier`},
+		{"    deep_dive: {sections: [--set=full]}\n", "is not an ncu section identifier"},
+		{"    deep_dive: {clock_control: max}\n", `clock_control "max": want base or none`},
+		{"    deep_dive:\n      kernel: 3\n", "perf.yaml:6:7: field kernel not found"},
+	} {
+		_, err := Parse([]byte("version: 1\nworkloads:\n  - name: a\n    command: [x]\n"+c.in), "perf.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q) error = %v, want it to contain %q", c.in, err, c.want)
+		}
+	}
+}

@@ -13,6 +13,8 @@ bash scripts/setup-profilers.sh
 bash scripts/setup-postgres.sh
 export CI=${CI:-true}
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
+# Nsight Compute 2022.3 (ncu reads .ncu-rep reports; tests that need it run when GPUGATE_NCU is set).
+bash scripts/setup-ncu.sh && export GPUGATE_NCU=${GPUGATE_NCU:-/opt/gpugate/nsight-compute/usr/lib/nsight-compute/ncu}
 # nektos/act runs action.yml end to end in host mode (no Docker daemon).
 export PATH=$PATH:$(go env GOPATH)/bin
 if ! act --version 2>/dev/null | grep -q 0.2.89; then

@@ -16,7 +16,7 @@ import (
 )
 
 var analyzeCmd = &command{
-	usage: "analyze [-format text|json] [-step-pattern RE] TRACE...",
+	usage: "analyze [-format text|json] [-step-pattern RE] [-ncu path] TRACE...",
 	short: "reduce profiler traces to per-step metrics",
 	long: `
 Analyze reads one or more traces — torch.profiler/Kineto JSON (.json or
@@ -31,16 +31,31 @@ view names the slowest rank and the spread of step time across ranks.
 
 Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
 -step-pattern. Without step markers the whole profile is one window and a
-warning says so. The JSON form is a stable contract, documented in docs/json.md.`,
+warning says so. The JSON form is a stable contract, documented in docs/json.md.
+
+Nsight Compute results — .ncu-rep reports (read with the ncu CLI) or the
+CSV pages ncu exports (--page details, --page raw) — give one row per kernel
+launch instead: grid and block, registers per thread, duration, SM clock, SM
+and memory throughput (% of peak), achieved and theoretical occupancy, the
+limiter ncu's rules name, and the rules' warnings. Values a report lacks
+(sections not collected) are shown as "-" and are null in JSON. A report
+written by a newer ncu than the installed one is an error naming both
+versions.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		format := fs.String("format", "text", "output `format`: text or json")
 		a := analysisFlags(fs)
+		ncuPath := fs.String("ncu", "", "`path` of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *format != "text" && *format != "json" {
 				return usagef("-format must be text or json, not %q", *format)
 			}
 			if len(args) == 0 {
 				return usagef("no trace files given")
+			}
+			if n := countNCU(args); n == len(args) {
+				return analyzeNCU(ctx, stdout, args, *format, ncuFlag(*ncuPath))
+			} else if n > 0 {
+				return usagef("Nsight Compute results and timeline traces cannot be analyzed together: give one kind")
 			}
 			opt, err := a.options()
 			if err != nil {
@@ -99,6 +114,24 @@ func nsysFlag(v string) string {
 		return v
 	}
 	return os.Getenv("GPUGATE_NSYS")
+}
+
+// ncuFlag resolves an -ncu flag: the flag, else $GPUGATE_NCU.
+func ncuFlag(v string) string {
+	if v != "" {
+		return v
+	}
+	return os.Getenv("GPUGATE_NCU")
+}
+
+func countNCU(paths []string) int {
+	n := 0
+	for _, p := range paths {
+		if isNCUFile(p) {
+			n++
+		}
+	}
+	return n
 }
 
 // analyzeFiles loads every file (an nsys export can hold several ranks) and

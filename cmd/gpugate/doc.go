@@ -91,7 +91,7 @@ Run 'gpugate help <command>' for details.
 
 # analyze
 
-	usage: gpugate analyze [-format text|json] [-step-pattern RE] TRACE...
+	usage: gpugate analyze [-format text|json] [-step-pattern RE] [-ncu path] TRACE...
 
 	Analyze reads one or more traces — torch.profiler/Kineto JSON (.json or
 	.json.gz), Nsight Systems SQLite exports, or .nsys-rep reports (exported
@@ -107,6 +107,15 @@ Run 'gpugate help <command>' for details.
 	-step-pattern. Without step markers the whole profile is one window and a
 	warning says so. The JSON form is a stable contract, documented in docs/json.md.
 
+	Nsight Compute results — .ncu-rep reports (read with the ncu CLI) or the
+	CSV pages ncu exports (--page details, --page raw) — give one row per kernel
+	launch instead: grid and block, registers per thread, duration, SM clock, SM
+	and memory throughput (% of peak), achieved and theoretical occupancy, the
+	limiter ncu's rules name, and the rules' warnings. Values a report lacks
+	(sections not collected) are shown as "-" and are null in JSON. A report
+	written by a newer ncu than the installed one is an error naming both
+	versions.
+
 	Flags:
 	  -comm-pattern RE
 	    	regular expression RE naming communication kernels (default "(?i)nccl|rccl")
@@ -114,6 +123,8 @@ Run 'gpugate help <command>' for details.
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
 	    	output format: text or json (default "text")
+	  -ncu path
+	    	path of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -step-pattern RE

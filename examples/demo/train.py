@@ -67,6 +67,9 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--log-every", type=int, default=1)
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="auto (the default): CUDA when torch sees a GPU, else the CPU; "
+                         "cuda fails when there is none")
     args = ap.parse_args()
 
     variant = os.environ.get("GPUGATE_DEMO", "")
@@ -75,7 +78,13 @@ def main():
     workers, rounds = (0, 16) if variant == "slow-loader" else (2, 1)
 
     torch.manual_seed(0)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("train.py: --device cuda, but torch sees no CUDA device "
+                 f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+    if args.device == "auto":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        device = torch.device(args.device)
     data = SyntheticImages(n=args.steps * args.batch_size + args.batch_size, rounds=rounds)
     extra = {"persistent_workers": True, "prefetch_factor": 4} if workers else {}
     loader = DataLoader(data, batch_size=args.batch_size, shuffle=True, num_workers=workers,

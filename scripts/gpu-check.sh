@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# gpu-check.sh OUTDIR: a one-shot check of gpugate against real CUDA
+# processes, for a machine with an NVIDIA GPU, PyTorch 2.x and Nsight Compute
+# (no nsys, no network needed). In under 8 minutes it
+#   1. takes the carried binaries bin/gpugate and bin/gpugate-deepdive, or
+#      builds them with Go;
+#   2. runs the demo (examples/demo/train.py --device cuda) under the
+#      injected torch.profiler: baseline (recorded), rerun, slow-loader and
+#      host-sync, each with `gpugate run`;
+#   3. runs `gpugate analyze` on each CUDA trace and checks kernels per step
+#      > 0, GPU utilization and cpu_wait;
+#   4. runs the ncu deep-dive on the demo's busiest kernel twice (batch 32
+#      and 128) and compares the two launches in one line;
+# and writes traces, reports, logs and summary.txt into OUTDIR (plus
+# all.tar.gz of everything). Every step has a timeout and its failure is
+# recorded in the summary without stopping the others.
+#
+# Without a GPU (CI, a laptop) it builds the binaries, checks that the
+# deep-dive is skipped with a note, says which GPU parts it skipped, and
+# exits 0. Exit status: 0 when nothing failed, 1 when a step failed, 2 on
+# bad usage.
+#
+# On a machine without Go or network (the lent GPU machine), build the
+# binaries here and carry them: CGO_ENABLED=0 go build -o bin/gpugate
+# ./cmd/gpugate && CGO_ENABLED=0 go build -o bin/gpugate-deepdive
+# ./internal/cmd/deepdive (bin/ is git-ignored).
+#
+# Environment: GPUGATE_PYTHON (default python3), GPUGATE_NCU (default ncu on
+# PATH, then /opt/nvidia/nsight-compute/*/ncu, then scripts/setup-ncu.sh's),
+# GPUGATE_CHECK_BIN (a folder holding gpugate and gpugate-deepdive, instead
+# of bin/), GPUGATE_CHECK_BUDGET (seconds in all, default 450), and
+# GPUGATE_CHECK_DEVICE=cpu, a rehearsal of the GPU path's plumbing on a
+# machine without one (its GPU checks then fail, as they must).
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ -z "$1" ]; then
+	echo "usage: scripts/gpu-check.sh OUTDIR" >&2
+	exit 2
+fi
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUDGET=${GPUGATE_CHECK_BUDGET:-450}
+START=$SECONDS
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+FAILED=0
+
+note() { printf '%s\n' "$*" >>"$SUMMARY"; printf 'gpu-check: %s\n' "$*" >&2; }
+# result NAME STATUS DETAIL: one line of the summary.
+result() {
+	printf '%-18s %-7s %s\n' "$1" "$2" "$3" >>"$SUMMARY"
+	printf 'gpu-check: %-18s %-7s %s\n' "$1" "$2" "$3" >&2
+	case $2 in FAIL | TIMEOUT) FAILED=1 ;; esac
+}
+left() { echo $((BUDGET - (SECONDS - START))); }
+
+# step NAME LIMIT CMD...: runs CMD with a timeout (never past the budget),
+# its output in OUTDIR/NAME.log, and records the outcome. Exit statuses in
+# $OK (default "0") count as success. It returns CMD's status and never
+# stops the script.
+step() {
+	local name=$1 limit=$2 l rc=0
+	shift 2
+	l=$(left)
+	if [ "$l" -lt 20 ]; then
+		result "$name" SKIP "no time left of the ${BUDGET}s budget"
+		return 124
+	fi
+	if [ "$limit" -gt $((l - 10)) ]; then limit=$((l - 10)); fi
+	local t0=$SECONDS
+	timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1 || rc=$?
+	local took=$((SECONDS - t0))
+	if [[ " ${OK:-0} " == *" $rc "* ]]; then
+		result "$name" ok "exit $rc, ${took}s"
+	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		result "$name" TIMEOUT "after ${limit}s (see $name.log)"
+	else
+		result "$name" FAIL "exit $rc after ${took}s: $(tail -n 1 "$OUT/$name.log" | tr -d '\000-\010\013-\037' | cut -c1-200)"
+	fi
+	return "$rc"
+}
+
+# yamlstr quotes a value as a single-quoted YAML scalar.
+yamlstr() { local s=${1//\'/\'\'}; printf "'%s'" "$s"; }
+
+note "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm), budget ${BUDGET}s"
+
+# --- binaries -----------------------------------------------------------
+BIN=${GPUGATE_CHECK_BIN:-$ROOT/bin}
+GPUGATE=$BIN/gpugate
+DEEPDIVE=$BIN/gpugate-deepdive
+if [ -x "$GPUGATE" ] && [ -x "$DEEPDIVE" ] && "$GPUGATE" version >/dev/null 2>&1; then
+	result build ok "carried binaries in $BIN"
+else
+	GO=$(command -v go || echo /usr/local/go/bin/go)
+	if [ -x "$GO" ]; then
+		mkdir -p "$OUT/bin"
+		GPUGATE=$OUT/bin/gpugate
+		DEEPDIVE=$OUT/bin/gpugate-deepdive
+		step build 300 env CGO_ENABLED=0 sh -c '"$0" build -o "$1" ./cmd/gpugate && "$0" build -o "$2" ./internal/cmd/deepdive' "$GO" "$GPUGATE" "$DEEPDIVE" || true
+	else
+		result build FAIL "no carried $BIN/gpugate and $BIN/gpugate-deepdive, and no Go to build them"
+	fi
+fi
+if ! [ -x "$GPUGATE" ]; then
+	note "no gpugate binary: nothing else can run"
+	note "result: failed"
+	exit 1
+fi
+note "gpugate version: $("$GPUGATE" version 2>&1 | head -n 1)"
+
+# --- what this machine has ---------------------------------------------
+PY=${GPUGATE_PYTHON:-python3}
+NCU=${GPUGATE_NCU:-}
+if [ -z "$NCU" ]; then
+	NCU=$(command -v ncu || true)
+fi
+if [ -z "$NCU" ]; then
+	for c in /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu /opt/gpugate/nsight-compute/usr/lib/nsight-compute/ncu; do
+		if [ -x "$c" ]; then NCU=$c && break; fi
+	done
+fi
+if [ -n "$NCU" ]; then
+	note "ncu: $NCU ($(timeout 30 "$NCU" --version 2>/dev/null | grep -o 'Version [0-9.]*' || echo 'version unknown'))"
+else
+	note "ncu: not found"
+fi
+
+DEVICE=${GPUGATE_CHECK_DEVICE:-cuda}
+GPU=0
+if [ "$DEVICE" = cpu ]; then
+	note "rehearsal: the GPU path on the CPU (GPUGATE_CHECK_DEVICE=cpu); its GPU checks fail"
+	GPU=1
+elif command -v nvidia-smi >/dev/null 2>&1 && timeout 30 nvidia-smi -L >"$OUT/nvidia-smi.txt" 2>&1 && grep -q '^GPU ' "$OUT/nvidia-smi.txt"; then
+	note "nvidia-smi: $(head -n 1 "$OUT/nvidia-smi.txt")"
+	if timeout 120 "$PY" -c 'import sys, torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"); sys.exit(0 if torch.cuda.is_available() else 1)' >"$OUT/torch.txt" 2>&1; then
+		GPU=1
+	fi
+	note "python: $PY: $(tail -n 1 "$OUT/torch.txt")"
+else
+	note "nvidia-smi: no NVIDIA GPU here"
+fi
+
+# The deep-dive's own check runs everywhere: without a GPU it must skip
+# with its note.
+if [ -n "$NCU" ] && [ -x "$DEEPDIVE" ]; then
+	OK="0 3" step probe 120 "$DEEPDIVE" -ncu "$NCU" -probe || true
+	note "deep-dive probe: $(head -n 1 "$OUT/probe.log")"
+fi
+
+if [ "$GPU" != 1 ]; then
+	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync analyze deepdive; do
+		result "$s" SKIP "no CUDA GPU here (nvidia-smi and torch.cuda): GPU part skipped"
+	done
+	note "no GPU: the GPU parts were skipped; result: $([ $FAILED = 0 ] && echo ok || echo failed)"
+	exit $FAILED
+fi
+
+# --- the demo on CUDA under torch.profiler ------------------------------
+CFG=$OUT/perf.yaml
+cat >"$CFG" <<EOF
+# Written by scripts/gpu-check.sh: the demo on CUDA under torch.profiler.
+version: 1
+workloads:
+  - name: demo-cuda
+    command: [$(yamlstr "$PY"), $(yamlstr "$ROOT/examples/demo/train.py"), "--steps", "30", "--log-every", "1", "--device", "$DEVICE"]
+    workdir: $(yamlstr "$ROOT/examples/demo")
+    timeout: 3m
+    profiler: torch
+    warmup_steps: 3
+    measure_steps: 20
+    repeat: 1
+    step_log: 'time_ms=([0-9.]+)'
+allowances:
+  step_time: 40%
+baseline:
+  db: $(yamlstr "$OUT/baseline.db")
+  branch: main
+  runs: 5
+EOF
+
+# run NAME VARIANT OK-CODES [flags]: one gpugate run of the demo.
+run_demo() {
+	local name=$1 variant=$2 ok=$3
+	shift 3
+	OK=$ok step "demo-$name" 150 env GPUGATE_BRANCH=main GPUGATE_DEMO="$variant" \
+		"$GPUGATE" run -config "$CFG" -db "$OUT/baseline.db" -out "$OUT/runs/$name" -format text "$@" || true
+}
+run_demo baseline "" "0" -record-baseline
+run_demo rerun "" "0 1"
+# The slow loader and the host syncs must fail the gate (exit 1).
+run_demo slow-loader slow-loader "1"
+run_demo host-sync host-sync "1"
+
+# --- analyze the CUDA traces --------------------------------------------
+for name in baseline rerun slow-loader host-sync; do
+	trace=$(find "$OUT/runs/$name" -maxdepth 1 -type f \( -name 'trace*.json' -o -name 'trace*.json.gz' \) 2>/dev/null | sort | head -n 1)
+	if [ -z "$trace" ]; then
+		result "analyze-$name" FAIL "no trace under runs/$name"
+		continue
+	fi
+	if step "analyze-$name" 90 sh -c '"$0" analyze -format json "$1" >"$2"' "$GPUGATE" "$trace" "$OUT/analyze-$name.json"; then
+		# kernels per step > 0, GPU utilization and cpu_wait, from the JSON.
+		OK=0 step "check-$name" 30 "$PY" - "$OUT/analyze-$name.json" <<'PY' || true
+import json, sys
+doc = json.load(open(sys.argv[1]))
+p = doc["profiles"][0]
+s = p["summary"]
+def med(k):
+    return s[k]["median"] if k in s and s[k] is not None else None
+k, u, w, t = med("kernels"), med("gpu_util"), med("cpu_wait_ms"), med("step_time_ms")
+print(f"steps={len(p['steps'])} step_time_ms={t} kernels/step={k} gpu_util={u} cpu_wait_ms={w} has_gpu={p['has_gpu']}")
+print("findings:", ", ".join(f["id"] for f in p["findings"]) or "none")
+sys.exit(0 if p["has_gpu"] and k and k > 0 and u is not None and w is not None else 1)
+PY
+		note "  $name: $(head -n 2 "$OUT/check-$name.log" | tr '\n' ' ')"
+	fi
+done
+
+# --- the ncu deep-dive on the busiest kernel ----------------------------
+if [ -z "$NCU" ]; then
+	result deepdive FAIL "no ncu found (set GPUGATE_NCU)"
+elif [ -f "$OUT/analyze-baseline.json" ]; then
+	# The kernel with the most time, and its launches per step: skip three
+	# steps' worth (warm-up) before profiling one launch.
+	"$PY" - "$OUT/analyze-baseline.json" >"$OUT/kernel.txt" <<'PY' || true
+import json, sys
+p = json.load(open(sys.argv[1]))["profiles"][0]
+if not p.get("kernel_stats"):
+    sys.exit("no kernels in the baseline trace")
+k = p["kernel_stats"][0]
+steps = max(1, len(p["steps"]))
+print(max(1, round(3 * k["count"] / steps)))
+print(k["name"])
+PY
+	skip=$(sed -n 1p "$OUT/kernel.txt")
+	kernel=$(sed -n 2p "$OUT/kernel.txt")
+	if [ -z "$kernel" ]; then
+		result deepdive FAIL "no kernel in analyze-baseline.json"
+	else
+		note "deep-dive kernel (skip $skip launches): $kernel"
+		for b in 32 128; do
+			step "deepdive-b$b" 150 "$DEEPDIVE" -ncu "$NCU" -out "$OUT/ncu-b$b" -kernel "$kernel" -skip "$skip" -clock-control none \
+				-- "$PY" "$ROOT/examples/demo/train.py" --steps 10 --device "$DEVICE" --batch-size "$b" || true
+		done
+		if [ -f "$OUT/ncu-b32/ncu-1.ncu-rep" ]; then
+			step analyze-ncu 60 sh -c '"$0" analyze -ncu "$1" "$2" >"$3"' "$GPUGATE" "$NCU" "$OUT/ncu-b32/ncu-1.ncu-rep" "$OUT/analyze-ncu.txt" || true
+		fi
+		if [ -f "$OUT/ncu-b32/ncu-1.ncu-rep" ] && [ -f "$OUT/ncu-b128/ncu-1.ncu-rep" ]; then
+			if step deepdive-compare 60 "$DEEPDIVE" -ncu "$NCU" -compare "$OUT/ncu-b32/ncu-1.ncu-rep" "$OUT/ncu-b128/ncu-1.ncu-rep"; then
+				note "  batch 32 → 128: $(head -n 1 "$OUT/deepdive-compare.log")"
+			fi
+		fi
+	fi
+else
+	result deepdive SKIP "no baseline analysis to pick a kernel from"
+fi
+
+tar -czf "$OUT/all.tar.gz" -C "$OUT" --exclude all.tar.gz . 2>/dev/null || true
+note "took $((SECONDS - START))s; result: $([ $FAILED = 0 ] && echo ok || echo failed)"
+exit $FAILED
