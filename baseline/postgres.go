@@ -106,7 +106,7 @@ func Mask(target string) string {
 		q.Set("password", "xxxxx")
 		u.RawQuery = q.Encode()
 	}
-	return strings.Replace(u.String(), ":xxxxx@", ":***@", 1)
+	return strings.NewReplacer(":xxxxx@", ":***@", "password=xxxxx", "password=***").Replace(u.String())
 }
 
 // scrub removes the password from an error message: pgx's errors can

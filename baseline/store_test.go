@@ -319,3 +319,24 @@ func TestPostgresReadOnlyRole(t *testing.T) {
 		t.Errorf("Record as a reader: %v", err)
 	}
 }
+
+func TestMask(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"postgres://u:pw@db.example:5432/gates?sslmode=require", "postgres://u:***@db.example:5432/gates?sslmode=require"},
+		{"postgresql://u:p%40ss%3Aw@h/db", "postgresql://u:***@h/db"},
+		{"postgres://u@h/db?password=topsecret&sslmode=disable", "postgres://u@h/db?password=***&sslmode=disable"},
+		{"postgres://u@h/db", "postgres://u@h/db"},
+		{"postgres://u:pw@h:bad port/db", "postgres://***@h:bad port/db"},
+		{".gpugate/baseline.db", ".gpugate/baseline.db"},
+	} {
+		got := baseline.Mask(c.in)
+		if got != c.want {
+			t.Errorf("Mask(%q) = %q, want %q", c.in, got, c.want)
+		}
+		for _, secret := range []string{"pw@", "p%40ss", "topsecret"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("Mask(%q) = %q shows the password", c.in, got)
+			}
+		}
+	}
+}
