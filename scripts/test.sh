@@ -7,6 +7,8 @@ export PATH=$PATH:/usr/local/go/bin
 # Real profilers: torch.profiler (python3-torch) and Nsight Systems 2022.4
 # (its nsys exports reports and rejects ones from newer versions).
 bash scripts/setup-profilers.sh
+# PyTorch 2.6 (Debian 13, in a chroot) next to Debian 12's 1.13.
+bash scripts/setup-torch2.sh
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
 # nektos/act runs action.yml end to end in host mode (no Docker daemon).
 export PATH=$PATH:$(go env GOPATH)/bin
@@ -17,3 +19,5 @@ go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
 go test -p 1 -count=1 ./...
+# The demo through gpugate under PyTorch 2.6 as well.
+bash scripts/e2e-torch2.sh
