@@ -29,7 +29,8 @@ type SMIOptions struct {
 	Interval time.Duration
 	// JobPID is the job's process, the leader of its process group (Run
 	// starts jobs with Setpgid). Compute processes in its group or below
-	// it are the job's; others on the job's GPUs void a regression.
+	// it are the job's; others on the job's GPUs void a regression. Zero
+	// attributes no process: all are unattributed and void nothing.
 	JobPID int
 	// Owned overrides how a pid is attributed: own is true for the job's
 	// processes, visible false for a pid this machine cannot see (nvidia-smi
@@ -606,8 +607,7 @@ func printable(s string) bool {
 // process.
 func procOwned(job, pid int) (own, visible bool) {
 	if job <= 0 {
-		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-		return false, err == nil
+		return false, false
 	}
 	for hop, p := 0, pid; hop < 64 && p > 1; hop++ {
 		ppid, pgid, err := procStat(p)

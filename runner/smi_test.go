@@ -400,4 +400,8 @@ func TestProcOwned(t *testing.T) {
 			t.Errorf("%s (pid %d): own %v visible %v, want %v %v", tc.name, tc.pid, own, visible, tc.own, tc.visible)
 		}
 	}
+	// Without the job's pid nothing can be attributed, so nothing voids.
+	if own, visible := procOwned(0, os.Getpid()); own || visible {
+		t.Errorf("job 0: own %v visible %v, want neither", own, visible)
+	}
 }
