@@ -34,6 +34,10 @@ type StepSample struct {
 	CUDADevice            *int   `json:"cuda_device,omitempty"`
 	CUDAMaxAllocatedBytes *int64 `json:"cuda_max_allocated_bytes,omitempty"`
 	CUDAMaxReservedBytes  *int64 `json:"cuda_max_reserved_bytes,omitempty"`
+	// CUDAAllocatedBytes is what was still allocated at the end of the
+	// step: the steady growth of a leak. Nil from a hook older than this
+	// field or on a CPU job.
+	CUDAAllocatedBytes *int64 `json:"cuda_allocated_bytes,omitempty"`
 }
 
 // StepSamples are the samples of one file, in file order.
@@ -110,6 +114,7 @@ type rawSample struct {
 	CUDADevice            *int   `json:"cuda_device"`
 	CUDAMaxAllocatedBytes *int64 `json:"cuda_max_allocated_bytes"`
 	CUDAMaxReservedBytes  *int64 `json:"cuda_max_reserved_bytes"`
+	CUDAAllocatedBytes    *int64 `json:"cuda_allocated_bytes"`
 }
 
 // sample checks a decoded line and returns it, or what is wrong with it.
@@ -123,7 +128,8 @@ func (r *rawSample) sample() (StepSample, string) {
 		}
 	}
 	s := StepSample{Step: *r.Step, TimeNS: *r.TimeNS, PID: *r.PID, RSSBytes: *r.RSSBytes, MaxRSSBytes: r.MaxRSSBytes,
-		CUDADevice: r.CUDADevice, CUDAMaxAllocatedBytes: r.CUDAMaxAllocatedBytes, CUDAMaxReservedBytes: r.CUDAMaxReservedBytes}
+		CUDADevice: r.CUDADevice, CUDAMaxAllocatedBytes: r.CUDAMaxAllocatedBytes, CUDAMaxReservedBytes: r.CUDAMaxReservedBytes,
+		CUDAAllocatedBytes: r.CUDAAllocatedBytes}
 	switch {
 	case s.Step < 1:
 		return s, fmt.Sprintf("step %d: steps count from 1", s.Step)
@@ -131,10 +137,12 @@ func (r *rawSample) sample() (StepSample, string) {
 		return s, fmt.Sprintf("pid %d", s.PID)
 	case s.RSSBytes < 0:
 		return s, fmt.Sprintf("rss_bytes %d", s.RSSBytes)
-	case negative(s.MaxRSSBytes), negative(s.CUDAMaxAllocatedBytes), negative(s.CUDAMaxReservedBytes):
+	case negative(s.MaxRSSBytes), negative(s.CUDAMaxAllocatedBytes), negative(s.CUDAMaxReservedBytes), negative(s.CUDAAllocatedBytes):
 		return s, "negative byte count"
 	case (s.CUDADevice == nil) != (s.CUDAMaxAllocatedBytes == nil) || (s.CUDADevice == nil) != (s.CUDAMaxReservedBytes == nil):
 		return s, "cuda_device, cuda_max_allocated_bytes and cuda_max_reserved_bytes come together"
+	case s.CUDAAllocatedBytes != nil && s.CUDADevice == nil:
+		return s, "cuda_allocated_bytes without cuda_device"
 	case s.CUDADevice != nil && *s.CUDADevice < 0:
 		return s, fmt.Sprintf("cuda_device %d", *s.CUDADevice)
 	}

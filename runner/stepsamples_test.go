@@ -18,7 +18,7 @@ func TestParseStepSamples(t *testing.T) {
 	dev := 0
 	good := `{"step":1,"t_ns":1796226357207835896,"pid":13789,"rss_bytes":284168192,"maxrss_bytes":283865088}
 {"step":2,"t_ns":1796226357565511186,"pid":13789,"rss_bytes":286670848,"maxrss_bytes":286281728,"future_field":[1,2]}
-{"step":1,"t_ns":1796226357600000000,"pid":77,"rss_bytes":1000,"cuda_device":0,"cuda_max_allocated_bytes":5000,"cuda_max_reserved_bytes":8192}
+{"step":1,"t_ns":1796226357600000000,"pid":77,"rss_bytes":1000,"cuda_device":0,"cuda_max_allocated_bytes":5000,"cuda_max_reserved_bytes":8192,"cuda_allocated_bytes":4000}
 `
 	got, err := ParseStepSamples(strings.NewReader(good), "steps.jsonl")
 	if err != nil {
@@ -27,7 +27,7 @@ func TestParseStepSamples(t *testing.T) {
 	want := &StepSamples{Samples: []StepSample{
 		{Step: 1, TimeNS: 1796226357207835896, PID: 13789, RSSBytes: 284168192, MaxRSSBytes: i64(283865088)},
 		{Step: 2, TimeNS: 1796226357565511186, PID: 13789, RSSBytes: 286670848, MaxRSSBytes: i64(286281728)},
-		{Step: 1, TimeNS: 1796226357600000000, PID: 77, RSSBytes: 1000, CUDADevice: &dev, CUDAMaxAllocatedBytes: i64(5000), CUDAMaxReservedBytes: i64(8192)},
+		{Step: 1, TimeNS: 1796226357600000000, PID: 77, RSSBytes: 1000, CUDADevice: &dev, CUDAMaxAllocatedBytes: i64(5000), CUDAMaxReservedBytes: i64(8192), CUDAAllocatedBytes: i64(4000)},
 	}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
@@ -55,6 +55,7 @@ func TestParseStepSamples(t *testing.T) {
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":-3}` + "\n", "s.jsonl:line 1: rss_bytes -3"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"maxrss_bytes":-1}` + "\n", "s.jsonl:line 1: negative byte count"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"cuda_device":0}` + "\n", "s.jsonl:line 1: cuda_device, cuda_max_allocated_bytes and cuda_max_reserved_bytes come together"},
+		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"cuda_allocated_bytes":7}` + "\n", "s.jsonl:line 1: cuda_allocated_bytes without cuda_device"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"cuda_device":-1,"cuda_max_allocated_bytes":1,"cuda_max_reserved_bytes":1}` + "\n", "s.jsonl:line 1: cuda_device -1"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"rss_bytes":99999999999999999999}` + "\n", "s.jsonl:line 1: not a step sample: rss_bytes is number 99999999999999999999, want int64"},
 		{"{\"step\":2,\"t_ns\":1,\"pid\":2,\"rss_bytes\":3}\n{\"step\":2,\"t_ns\":1,\"pid\":2,\"rss_bytes\":3}\n", "s.jsonl:line 2: step 2 of pid 2 after its step 2: samples of two runs in one file?"},
@@ -145,8 +146,8 @@ for _ in range(6):
 func BenchmarkParseStepSamples(b *testing.B) {
 	var sb strings.Builder
 	for i := 1; i <= 100000; i++ {
-		fmt.Fprintf(&sb, `{"step":%d,"t_ns":%d,"pid":4242,"rss_bytes":%d,"maxrss_bytes":%d,"cuda_device":0,"cuda_max_allocated_bytes":%d,"cuda_max_reserved_bytes":%d}`+"\n",
-			i, 1796226357207835896+int64(i)*1e7, 284168192+i*4096, 284168192+i*4096, 1<<30+i, 2<<30)
+		fmt.Fprintf(&sb, `{"step":%d,"t_ns":%d,"pid":4242,"rss_bytes":%d,"maxrss_bytes":%d,"cuda_device":0,"cuda_max_allocated_bytes":%d,"cuda_max_reserved_bytes":%d,"cuda_allocated_bytes":%d}`+"\n",
+			i, 1796226357207835896+int64(i)*1e7, 284168192+i*4096, 284168192+i*4096, 1<<30+i, 2<<30, 1<<29)
 	}
 	data := sb.String()
 	b.SetBytes(int64(len(data)))
@@ -155,6 +156,60 @@ func BenchmarkParseStepSamples(b *testing.B) {
 		s, err := ParseStepSamples(strings.NewReader(data), "bench")
 		if err != nil || len(s.Samples) != 100000 {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestStepHookCUDALine checks the hook's CUDA branch without a GPU: a
+// stand-in torch.cuda with the allocator statistics of a real one
+// (memory_stats keys as torch documents them) and a record of the resets.
+func TestStepHookCUDALine(t *testing.T) {
+	py := "/usr/bin/python3"
+	if _, err := exec.LookPath(py); err != nil {
+		t.Skip("no " + py)
+	}
+	dir := t.TempDir()
+	inject, err := prepare(dir, "torch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import os, sys, types
+sys.path.insert(0, os.environ["INJECT"])
+import gpugate_stephook as h
+resets = []
+peak = [100 << 20]
+cuda = types.SimpleNamespace(
+    is_initialized=lambda: True,
+    current_device=lambda: 1,
+    memory_stats=lambda dev: {"allocated_bytes.all.peak": peak[0], "reserved_bytes.all.peak": 2 * peak[0],
+                              "allocated_bytes.all.current": peak[0] // 2},
+    reset_peak_memory_stats=lambda dev: resets.append(dev))
+s = h._step_samples()
+s()  # opens the file, finds no torch: a CPU sample
+s.torch = types.SimpleNamespace(cuda=cuda)
+for _ in range(3):
+    s()
+    peak[0] += 1 << 20
+print("resets:", resets)
+`
+	cmd := exec.Command(py, "-c", script)
+	cmd.Env = append(os.Environ(), "INJECT="+inject, "GPUGATE_STEP_SAMPLES="+filepath.Join(dir, "s.jsonl"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "resets: [1, 1, 1]") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got, err := ReadStepSamples(filepath.Join(dir, "s.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Samples) != 4 || got.Samples[0].CUDADevice != nil {
+		t.Fatalf("%+v", got)
+	}
+	for i, s := range got.Samples[1:] {
+		p := int64(100+i) << 20
+		if *s.CUDADevice != 1 || *s.CUDAMaxAllocatedBytes != p || *s.CUDAMaxReservedBytes != 2*p || *s.CUDAAllocatedBytes != p/2 {
+			t.Errorf("step %d: %+v", s.Step, s)
 		}
 	}
 }

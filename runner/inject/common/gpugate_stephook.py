@@ -10,15 +10,20 @@ With GPUGATE_STEP_SAMPLES=path ("{rank}" is replaced by RANK, default 0) it
 also appends one JSON line per optimizer step to that file, right after the
 step returns and before the step boundary of the profiler:
   {"step":N,"t_ns":..,"pid":..,"rss_bytes":..,"maxrss_bytes":..
-   [,"cuda_device":D,"cuda_max_allocated_bytes":..,"cuda_max_reserved_bytes":..]}
+   [,"cuda_device":D,"cuda_max_allocated_bytes":..,"cuda_max_reserved_bytes":..,
+     "cuda_allocated_bytes":..]}
 step is the process's Nth optimizer step (1-based, the N of the
 "gpugate-step N" log line); t_ns is time.time_ns(); rss_bytes the resident
 memory now (/proc/self/statm); maxrss_bytes the process's peak so far
 (getrusage). On CUDA, once the job has initialized it, the peaks of the
 caching allocator on the current device since the previous step
 (torch.cuda.max_memory_allocated / max_memory_reserved, read from one
-memory_stats call), after which the peaks are reset. Sampling never raises
-into the job: on the first error it logs once and stops.
+memory_stats call), after which the peaks are reset, and the bytes still
+allocated at the end of the step (what a leak grows). The reset is seen by
+the job: a job that logs torch.cuda.max_memory_allocated() itself reports
+the peak of the last step under gpugate, not the peak since it started.
+Sampling never raises into the job: on the first error it logs once and
+stops.
 """
 
 import functools
@@ -67,8 +72,10 @@ class _StepSamples:
             if cuda is not None and cuda.is_initialized():
                 dev = cuda.current_device()
                 st = cuda.memory_stats(dev)
-                line += ',"cuda_device":%d,"cuda_max_allocated_bytes":%d,"cuda_max_reserved_bytes":%d' % (
-                    dev, st.get("allocated_bytes.all.peak", 0), st.get("reserved_bytes.all.peak", 0))
+                line += (',"cuda_device":%d,"cuda_max_allocated_bytes":%d,"cuda_max_reserved_bytes":%d'
+                         ',"cuda_allocated_bytes":%d') % (
+                    dev, st.get("allocated_bytes.all.peak", 0), st.get("reserved_bytes.all.peak", 0),
+                    st.get("allocated_bytes.all.current", 0))
                 cuda.reset_peak_memory_stats(dev)
             os.write(self.fd, (line + "}\n").encode())
         except Exception as e:  # never break the user's job over a sample
