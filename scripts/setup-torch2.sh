@@ -149,10 +149,15 @@ if [ -e "$ROOT/.gpugate-torch2-ok" ] && v=$("$BIN" -c 'import torch; print(torch
 	exit 0
 fi
 
-# A chroot without the debootstrap marker is a half-made one: start over.
-# The wrapper's mounts live in private namespaces, so nothing is mounted
-# below it; refuse to delete if something is.
+# A chroot this script started but debootstrap did not finish is a
+# half-made one: start over. Only a folder with this script's start marker
+# is ever removed (GPUGATE_TORCH2_ROOT could name anything); the wrapper's
+# mounts live in private namespaces, so nothing should be mounted below it,
+# and if something is, it is not removed either.
 if [ -d "$ROOT" ] && [ ! -e "$ROOT/.gpugate-debootstrap-ok" ]; then
+	if [ ! -e "$ROOT/.gpugate-debootstrap-started" ]; then
+		log "$ROOT exists and was not made by this script: not touching it"; exit 2
+	fi
 	if grep -q " $ROOT/" /proc/self/mountinfo; then
 		log "something is mounted below $ROOT: not removing it"; exit 2
 	fi
@@ -161,6 +166,8 @@ if [ -d "$ROOT" ] && [ ! -e "$ROOT/.gpugate-debootstrap-ok" ]; then
 fi
 if [ ! -d "$ROOT" ]; then
 	command -v debootstrap >/dev/null || apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+	mkdir -p "$ROOT"
+	touch "$ROOT/.gpugate-debootstrap-started"
 	t0=$(date +%s)
 	# minbase: essential packages and apt only; the keyring of bookworm's
 	# debian-archive-keyring already holds trixie's keys.
