@@ -12,6 +12,8 @@ bash scripts/setup-profilers.sh
 # under CI=true.
 bash scripts/setup-postgres.sh
 export CI=${CI:-true}
+# PyTorch 2.6 (Debian 13, in a chroot) next to Debian 12's 1.13.
+bash scripts/setup-torch2.sh
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
 # Nsight Compute 2022.3 (ncu reads .ncu-rep reports; tests that need it run when GPUGATE_NCU is set).
 bash scripts/setup-ncu.sh && export GPUGATE_NCU=${GPUGATE_NCU:-/opt/gpugate/nsight-compute/usr/lib/nsight-compute/ncu}
@@ -24,6 +26,8 @@ go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
 go test -p 1 -count=1 ./...
+# The demo through gpugate under PyTorch 2.6 as well.
+bash scripts/e2e-torch2.sh
 # The escaping fuzzers (issue 10), 60 s each; a finding fails the run and
 # is saved under the package's testdata/fuzz/ as a new seed. New inputs
 # are minimized for at most 5 s, so that the 60 s go mostly to fuzzing.

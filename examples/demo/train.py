@@ -7,6 +7,10 @@ GPUGATE_DEMO selects a variant that reproduces a classic slowdown:
   (unset)       healthy baseline: 2 DataLoader workers, light augmentation
   slow-loader   num_workers=0 and heavy augmentation in __getitem__
   host-sync     a per-step loss.item() and a full-tensor .cpu() copy
+  leak          a "feature cache" that is never cleared: every step's
+                first-layer activations (2 MiB at batch 32) are kept, so
+                host memory (GPU memory on CUDA) grows step by step; on a
+                CPU the resident memory grows about 4 MiB a step
 """
 
 import argparse
@@ -73,8 +77,8 @@ def main():
     args = ap.parse_args()
 
     variant = os.environ.get("GPUGATE_DEMO", "")
-    if variant not in ("", "slow-loader", "host-sync"):
-        sys.exit(f"train.py: unknown GPUGATE_DEMO={variant!r} (want slow-loader, host-sync or unset)")
+    if variant not in ("", "slow-loader", "host-sync", "leak"):
+        sys.exit(f"train.py: unknown GPUGATE_DEMO={variant!r} (want slow-loader, host-sync, leak or unset)")
     workers, rounds = (0, 16) if variant == "slow-loader" else (2, 1)
 
     torch.manual_seed(0)
@@ -91,6 +95,11 @@ def main():
                         pin_memory=device.type == "cuda", drop_last=True, **extra)
     model = SmallCNN().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    kept = []
+    if variant == "leak":
+        # The activations are detached but never freed: a debugging cache
+        # forgotten in the loop.
+        model.conv1.register_forward_hook(lambda mod, inp, out: kept.append(out.detach()))
     print(f"demo: variant={variant or 'baseline'} device={device} workers={workers} "
           f"augment_rounds={rounds} steps={args.steps} torch={torch.__version__}", flush=True)
 

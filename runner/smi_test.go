@@ -1,0 +1,407 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/gate"
+)
+
+// TestMain turns the test binary into the stand-in nvidia-smi when it is
+// run under that name (a link in a temporary folder on PATH).
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "nvidia-smi" {
+		os.Exit(fakeSMI(os.Args[1:], os.Getenv("GPUGATE_FAKE_SMI")))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeSMI replays a recording folder (testdata/smi/README.md): the help
+// text, or the recorded CSV restricted to the requested fields, one block
+// per -lms interval; after the last block it writes <dir>/done.<query> in
+// GPUGATE_FAKE_SMI_DONE and waits to be killed, as a looping nvidia-smi
+// would.
+func fakeSMI(args []string, dir string) int {
+	help := os.Getenv("GPUGATE_FAKE_SMI_HELP")
+	var query, fields string
+	interval := time.Duration(0)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--help-query-gpu":
+			b, err := os.ReadFile(help)
+			if err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			os.Stdout.Write(b)
+			return 0
+		case strings.HasPrefix(a, "--query-gpu="), strings.HasPrefix(a, "--query-compute-apps="):
+			query, fields, _ = strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		case a == "-lms" && i+1 < len(args):
+			ms, _ := strconv.Atoi(args[i+1])
+			interval = time.Duration(ms) * time.Millisecond
+			i++
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "fail.txt")); err == nil {
+		os.Stdout.Write(b)
+		os.WriteFile(filepath.Join(os.Getenv("GPUGATE_FAKE_SMI_DONE"), "done."+query), nil, 0o644)
+		return 9
+	}
+	name := map[string]string{"query-gpu": "query-gpu.csv", "query-compute-apps": "query-compute-apps.csv"}[query]
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	header := strings.Split(lines[0], ", ")
+	var cols []int
+	for _, f := range strings.Split(fields, ",") {
+		j := -1
+		for k, h := range header {
+			if n, _, _ := strings.Cut(h, " ["); n == f {
+				j = k
+			}
+		}
+		if j < 0 {
+			fmt.Printf("Field \"%s\" is not a valid field to query.\n\n", f)
+			return 2
+		}
+		cols = append(cols, j)
+	}
+	project := func(line string) string {
+		vals := strings.Split(line, ", ")
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = vals[c]
+		}
+		return strings.Join(out, ", ")
+	}
+	fmt.Println(project(lines[0]))
+	// Blocks: one row per GPU until an index (or, for processes, a
+	// timestamp) repeats.
+	var blocks [][]string
+	seen := map[string]bool{}
+	key := slicesIndex(header, "index")
+	if key < 0 {
+		key = slicesIndex(header, "timestamp")
+	}
+	for _, l := range lines[1:] {
+		k := strings.Split(l, ", ")[key]
+		if query == "query-compute-apps" {
+			if len(blocks) == 0 {
+				blocks = append(blocks, nil)
+			}
+		} else if len(blocks) == 0 || seen[k] {
+			blocks = append(blocks, nil)
+			seen = map[string]bool{}
+		}
+		seen[k] = true
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], l)
+	}
+	for i, bl := range blocks {
+		if i > 0 {
+			time.Sleep(interval)
+		}
+		for _, l := range bl {
+			fmt.Println(project(l))
+		}
+	}
+	os.WriteFile(filepath.Join(os.Getenv("GPUGATE_FAKE_SMI_DONE"), "done."+query), nil, 0o644)
+	time.Sleep(time.Hour)
+	return 0
+}
+
+func slicesIndex(h []string, name string) int {
+	for i, x := range h {
+		if n, _, _ := strings.Cut(x, " ["); n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// fakeOnPath puts the stand-in nvidia-smi for a recording on PATH and
+// returns the folder where it marks the end of its replay.
+func fakeOnPath(t *testing.T, recording, help string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, done := t.TempDir(), t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "nvidia-smi")); err != nil {
+		t.Fatal(err)
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("GPUGATE_FAKE_SMI", abs(filepath.Join("testdata", "smi", recording)))
+	t.Setenv("GPUGATE_FAKE_SMI_HELP", abs(filepath.Join("testdata", "smi", help)))
+	t.Setenv("GPUGATE_FAKE_SMI_DONE", done)
+	return done
+}
+
+// sample runs the sampler against the stand-in until it has replayed the
+// whole recording.
+func sample(t *testing.T, recording string, owned map[int]bool) *gate.Conditions {
+	t.Helper()
+	done := fakeOnPath(t, recording, "help-query-gpu-580.txt")
+	s := StartSMI(context.Background(), SMIOptions{Interval: 20 * time.Millisecond,
+		Owned: func(pid int) (bool, bool) { return owned[pid], true }})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, e1 := os.Stat(filepath.Join(done, "done.query-gpu"))
+		_, e2 := os.Stat(filepath.Join(done, "done.query-compute-apps"))
+		if e1 == nil && e2 == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stand-in nvidia-smi did not replay %s within 30 s", recording)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The last block is printed before the marker is written; give the
+	// reader a moment to take it.
+	time.Sleep(100 * time.Millisecond)
+	return s.Stop()
+}
+
+func f(v float64) *float64 { return &v }
+
+func TestSMIFields(t *testing.T) {
+	for _, tc := range []struct {
+		help, family string
+		reasons      []string
+	}{
+		{"help-query-gpu-580.txt", "clocks_event_reasons", nil},
+		{"help-query-gpu-old.txt", "clocks_throttle_reasons", nil},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "smi", tc.help))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields, family, missing := SMIFields(b)
+		if family != tc.family {
+			t.Errorf("%s: family %q, want %q", tc.help, family, tc.family)
+		}
+		if len(fields) < 2 || fields[0] != "index" || fields[1] != "uuid" || fields[len(fields)-1] != "name" {
+			t.Errorf("%s: fields %q: want index, uuid first and name last", tc.help, fields)
+		}
+		for _, r := range smiReasons {
+			if !strings.Contains(strings.Join(fields, ","), tc.family+"."+r) {
+				t.Errorf("%s: %s.%s not queried: %q", tc.help, tc.family, r, fields)
+			}
+		}
+		t.Logf("%s: missing %q", tc.help, missing)
+	}
+	b, _ := os.ReadFile(filepath.Join("testdata", "smi", "help-query-gpu-580.txt"))
+	fields, _, missing := SMIFields(b)
+	want := []string{"index", "uuid", "clocks.current.sm", "clocks.current.memory", "clocks.max.sm", "temperature.gpu",
+		"power.draw", "utilization.gpu", "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.hw_thermal_slowdown",
+		"clocks_event_reasons.hw_power_brake_slowdown", "clocks_event_reasons.sw_thermal_slowdown",
+		"clocks_event_reasons.sw_power_cap", "clocks_event_reasons.gpu_idle", "name"}
+	if d := cmp.Diff(want, fields); d != "" || len(missing) != 0 {
+		t.Errorf("580 help: fields (-want +got):\n%s\nmissing %q", d, missing)
+	}
+	// The old help excerpt has no clock or power entries: said, not faked.
+	b, _ = os.ReadFile(filepath.Join("testdata", "smi", "help-query-gpu-old.txt"))
+	_, _, missing = SMIFields(b)
+	if !slicesContains(missing, "clocks.current.sm") || !slicesContains(missing, "power.draw") {
+		t.Errorf("old help: missing %q, want clocks.current.sm and power.draw in it", missing)
+	}
+	if fields, _, _ := SMIFields([]byte("\"timestamp\"\n\"name\"\n")); fields != nil {
+		t.Errorf("help without index and uuid gave fields %q, want none", fields)
+	}
+}
+
+func slicesContains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSMINormalLoad(t *testing.T) {
+	// gpu_burn (10309) is the job; the two memhogs are someone else's.
+	c := sample(t, "h200-load", map[int]bool{10309: true})
+	zero := map[string]float64{"hw_slowdown": 0, "hw_thermal_slowdown": 0, "hw_power_brake_slowdown": 0, "sw_thermal_slowdown": 0, "sw_power_cap": 0}
+	want := &gate.Conditions{
+		Sampled: true, ReasonFields: "clocks_event_reasons", IntervalMS: 20, JobGPUsKnown: true,
+		GPUs: []gate.GPUConditions{{
+			Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", Name: "NVIDIA H200",
+			Samples: 1, Busy: 1,
+			SMClockMedianMHz: f(1980), SMClockMinMHz: f(1980), SMClockMaxMHz: f(1980), MemClockMedianMHz: f(3201),
+			TempMaxC: f(52), PowerMedianW: f(627.40), UtilMedianPct: f(100),
+			ReasonShare: zero, JobSeen: true,
+			Others: []gate.ComputeProcess{
+				{PID: 10291, Name: "/root/tools/memhog", UsedMiB: f(2566), Samples: 1},
+				{PID: 10293, Name: "/root/tools/memhog", UsedMiB: f(1542), Samples: 1},
+			},
+		}},
+	}
+	if d := cmp.Diff(want, c); d != "" {
+		t.Fatalf("conditions (-want +got):\n%s", d)
+	}
+	// Against itself as the baseline, only the other processes void it.
+	got := gate.VoidReasons(c, c, gate.DefaultConditionMargins)
+	wantR := []string{"GPU 0: other compute processes on it: pid 10291 /root/tools/memhog (2566 MiB), pid 10293 /root/tools/memhog (1542 MiB): rerun"}
+	if d := cmp.Diff(wantR, got); d != "" {
+		t.Errorf("VoidReasons (-want +got):\n%s", d)
+	}
+	// With every process the job's, nothing voids it.
+	clean := sample(t, "h200-load", map[int]bool{10291: true, 10293: true, 10309: true})
+	if r := gate.VoidReasons(clean, clean, gate.DefaultConditionMargins); len(r) != 0 {
+		t.Errorf("normal run voided: %q", r)
+	}
+	// The summary is stored as JSON and read back unchanged.
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back gate.Conditions
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(c, &back); d != "" {
+		t.Errorf("JSON round trip (-before +after):\n%s", d)
+	}
+}
+
+func TestSMIThrottled(t *testing.T) {
+	base := sample(t, "h200-load", map[int]bool{10291: true, 10293: true, 10309: true})
+	c := sample(t, "throttled-constructed", map[int]bool{10291: true, 10293: true, 10309: true})
+	g := c.GPUs[0]
+	// 10 samples, 4 with HW slowdown at 990 MHz, 6 at 1980 MHz.
+	if g.Samples != 10 || g.ReasonShare["hw_slowdown"] != 0.4 || g.ReasonShare["hw_thermal_slowdown"] != 0.4 ||
+		*g.SMClockMedianMHz != 1980 || *g.SMClockMinMHz != 990 || *g.TempMaxC != 87 {
+		t.Fatalf("throttled summary: %+v", g)
+	}
+	want := []string{"GPU 0: HW slowdown 40% of samples, HW thermal slowdown 40% of samples: rerun"}
+	if d := cmp.Diff(want, gate.VoidReasons(c, base, gate.DefaultConditionMargins)); d != "" {
+		t.Errorf("VoidReasons (-want +got):\n%s", d)
+	}
+	// Without a baseline the throttling voids it all the same.
+	if d := cmp.Diff(want, gate.VoidReasons(c, nil, gate.DefaultConditionMargins)); d != "" {
+		t.Errorf("VoidReasons without baseline (-want +got):\n%s", d)
+	}
+}
+
+func TestSMIIdle(t *testing.T) {
+	// An idle GPU (the job never used it): no busy sample, so the clocks
+	// are those of all samples, and against a busy baseline they void.
+	base := sample(t, "h200-load", map[int]bool{10291: true, 10293: true, 10309: true})
+	c := sample(t, "h200-idle", nil)
+	g := c.GPUs[0]
+	if c.JobGPUsKnown || g.JobSeen || g.Busy != 0 || g.Samples != 1 || *g.SMClockMedianMHz != 345 || *g.UtilMedianPct != 0 || *g.PowerMedianW != 85.12 {
+		t.Fatalf("idle summary: %+v", c)
+	}
+	want := []string{"GPU 0: SM clock 1980 → 345 MHz: rerun"}
+	if d := cmp.Diff(want, gate.VoidReasons(c, base, gate.DefaultConditionMargins)); d != "" {
+		t.Errorf("VoidReasons (-want +got):\n%s", d)
+	}
+}
+
+func TestSMIDriverFails(t *testing.T) {
+	c := sample(t, "driver-fails", nil)
+	want := "nvidia-smi printed no GPU sample: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+	if c.Sampled || c.NotSampled != want || len(c.GPUs) != 0 {
+		t.Errorf("conditions %+v, want not sampled: %q", c, want)
+	}
+}
+
+func TestSMINotFound(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	c := StartSMI(context.Background(), SMIOptions{}).Stop()
+	b, _ := json.Marshal(c)
+	if string(b) != `{"sampled":false,"not_sampled":"nvidia-smi not found","job_gpus_known":false}` {
+		t.Errorf("without nvidia-smi: %s", b)
+	}
+}
+
+// TestSMIThisMachine is the real CPU path: on a machine without
+// nvidia-smi (this project's CI) the summary says so and holds nothing.
+func TestSMIThisMachine(t *testing.T) {
+	if p, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skipf("this machine has %s: the CPU path is not testable here", p)
+	}
+	s := StartSMI(context.Background(), SMIOptions{JobPID: os.Getpid()})
+	time.Sleep(50 * time.Millisecond)
+	c := s.Stop()
+	if c.Sampled || c.NotSampled != "nvidia-smi not found" || len(c.GPUs) != 0 || c.ReasonFields != "" {
+		t.Errorf("without nvidia-smi: %+v", c)
+	}
+}
+
+// TestProcOwned checks the job's process tree against real processes: the
+// job's process group, a grandchild in it, a grandchild that left it, and
+// processes outside.
+func TestProcOwned(t *testing.T) {
+	dir := t.TempDir()
+	// The job leads its group; its child stays in it; setsid's child leaves
+	// the group but stays below the job.
+	cmd := exec.Command("sh", "-c", `sleep 30 & echo $! > `+dir+`/child; setsid sleep 30 & echo $! > `+dir+`/detached; wait`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	read := func(name string) int {
+		for i := 0; i < 500; i++ {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if n, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil {
+				return n
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("no %s pid", name)
+		return 0
+	}
+	child, detached := read("child"), read("detached")
+	defer syscall.Kill(detached, syscall.SIGKILL)
+	job := cmd.Process.Pid
+	for _, tc := range []struct {
+		name         string
+		pid          int
+		own, visible bool
+	}{
+		{"job", job, true, true},
+		{"child in the group", child, true, true},
+		{"child in its own session", detached, true, true},
+		{"the test itself", os.Getpid(), false, true},
+		{"init", 1, false, true},
+		{"no such process", 1 << 22, false, false},
+	} {
+		own, visible := procOwned(job, tc.pid)
+		if own != tc.own || visible != tc.visible {
+			t.Errorf("%s (pid %d): own %v visible %v, want %v %v", tc.name, tc.pid, own, visible, tc.own, tc.visible)
+		}
+	}
+	// Without the job's pid nothing can be attributed, so nothing voids.
+	if own, visible := procOwned(0, os.Getpid()); own || visible {
+		t.Errorf("job 0: own %v visible %v, want neither", own, visible)
+	}
+}

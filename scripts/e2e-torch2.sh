@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# e2e-torch2.sh: gpugate's main job on the built-in demo under PyTorch 2.x
+# (Debian 13's python3-torch 2.6, built with Kineto, in the chroot that
+# scripts/setup-torch2.sh makes), as every user runs it: the modern trace
+# format and the injection's torch >= 2.0 path (public optimizer step
+# hooks). The demo's own perf.yaml is used with its python replaced by the
+# wrapper: record a baseline, pass on a rerun, fail slow-loader and
+# host-sync for their reasons. cmd/gpugate's script tests do the same under
+# Debian 12's torch 1.13.
+#
+# Without the wrapper it skips, except in CI (CI=true), where it fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+
+PY=${GPUGATE_TORCH2_BIN:-/opt/gpugate/bin/python3-torch2}
+log() { printf 'e2e-torch2: %s\n' "$*" >&2; }
+if [ ! -x "$PY" ]; then
+	if [ "${CI:-}" = true ]; then
+		log "FAIL: $PY missing: scripts/setup-torch2.sh did not run"; exit 1
+	fi
+	log "skipped: $PY missing (scripts/setup-torch2.sh makes it)"; exit 0
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/gpugate" ./cmd/gpugate
+cp examples/demo/train.py "$work/"
+sed "s#\"/usr/bin/python3\"#\"$PY\"#" examples/demo/perf.yaml >"$work/perf.yaml"
+grep -q "\"$PY\"" "$work/perf.yaml" || { log "FAIL: examples/demo/perf.yaml has no \"/usr/bin/python3\" command to replace"; exit 1; }
+cd "$work"
+export GPUGATE_BRANCH=main
+
+fail=0
+# run NAME WANT_EXIT [GPUGATE_DEMO]: one gpugate run; its output in NAME.out/.err
+run() {
+	local name=$1 want=$2 variant=${3:-} t0 rc=0
+	t0=$(date +%s.%N)
+	GPUGATE_DEMO=$variant ./gpugate run -config perf.yaml -db b.db -out "$name" ${RECORD:+-record-baseline} \
+		>"$name.out" 2>"$name.err" || rc=$?
+	printf 'e2e-torch2: %-9s exit %d (want %d) in %.1f s; %s\n' "$name" "$rc" "$want" \
+		"$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')" "$(grep -ho 'profiling overhead ×[0-9.]*[^;]*' "$name.err" | head -1)" >&2
+	if [ "$rc" != "$want" ]; then
+		log "FAIL: $name exited $rc, want $want"; tail -n 20 "$name.out" "$name.err" >&2; fail=1
+	fi
+}
+expect() { # expect NAME FILE REGEXP
+	if ! grep -Eq -- "$3" "$1.$2"; then
+		log "FAIL: $1.$2 lacks /$3/"; tail -n 20 "$1.$2" >&2; fail=1
+	fi
+}
+
+RECORD=1 run baseline 0
+expect baseline err 'recorded 1 run'
+expect baseline out 'ProfilerStep'
+# The modern (Kineto) trace format, not the legacy autograd array.
+head -c 4096 baseline/trace-0.json | grep -q '"traceEvents"' || { log "FAIL: baseline/trace-0.json is not a Kineto trace"; fail=1; }
+grep -q 'register_optimizer_step_post_hook' baseline/job.log || { log "FAIL: the injection did not take its torch >= 2.0 path"; fail=1; }
+
+run again 0
+expect again out 'PASS'
+
+run slow 1 slow-loader
+expect slow out 'REGRESSION'
+expect slow out 'data-loader-bound'
+
+run sync 1 host-sync
+expect sync out 'sync_calls'
+expect sync out 'host-sync'
+
+if [ "$fail" != 0 ]; then
+	exit 1
+fi
+log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: baseline recorded, rerun passes, slow-loader and host-sync fail for their reasons"
