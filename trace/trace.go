@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -266,4 +267,56 @@ func StripAPIVersion(name string) string {
 		return name
 	}
 	return name[:i-2]
+}
+
+// BaseAPIName reduces a CUDA API name to the function it calls: the version
+// suffix (_v3020, _v11030, and the _v2 of driver functions) and the
+// per-thread default stream variants (_ptsz, _ptds) are removed, in any
+// order and number: cudaStreamSynchronize_ptsz_v7000 and
+// cuMemcpyDtoH_v2_ptds become cudaStreamSynchronize and cuMemcpyDtoH.
+func BaseAPIName(name string) string {
+	for {
+		s := StripAPIVersion(name)
+		for _, suf := range [...]string{"_ptsz", "_ptds"} {
+			s = strings.TrimSuffix(s, suf)
+		}
+		if s == name {
+			return s
+		}
+		name = s
+	}
+}
+
+// SyncAPI reports whether a CUDA (runtime or driver) or HIP API call blocks
+// the host until the device catches up: device, stream, event and context
+// synchronization, and the copies that are not Async. Any version or
+// per-thread-stream suffix is ignored (BaseAPIName).
+func SyncAPI(name string) bool {
+	name = BaseAPIName(name)
+	for _, pre := range [...]string{"cuda", "cu", "hip"} {
+		rest, ok := strings.CutPrefix(name, pre)
+		if !ok {
+			continue
+		}
+		switch rest {
+		case "DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "CtxSynchronize", "ThreadSynchronize":
+			return true
+		}
+		if strings.HasPrefix(rest, "Memcpy") && !strings.Contains(rest, "Async") {
+			return true
+		}
+	}
+	return false
+}
+
+// LaunchAPI reports whether an API call launches a kernel or a graph, with
+// any version or per-thread-stream suffix ignored.
+func LaunchAPI(name string) bool {
+	name = BaseAPIName(name)
+	switch name {
+	case "cudaLaunch", "cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync":
+		return true // the launch calls before CUDA 7 and the old driver API
+	}
+	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel") ||
+		strings.Contains(name, "GraphLaunch")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -105,6 +106,13 @@ func nsysFlag(v string) string {
 // analyzeFiles loads every file (an nsys export can hold several ranks) and
 // analyzes each profile.
 func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
+	// The nsys reader keeps only the NVTX ranges that these patterns name
+	// (and those around syncs and idle gaps), not millions of op ranges.
+	lo.RangeNames = []*regexp.Regexp{
+		cmp.Or(opt.StepPattern, analysis.DefaultStepPattern),
+		cmp.Or(opt.DataPattern, analysis.DefaultDataPattern),
+		cmp.Or(opt.SyncProxyPattern, analysis.DefaultSyncProxyPattern),
+	}
 	var profiles []*trace.Profile
 	for _, path := range paths {
 		ps, err := load.File(ctx, path, lo)
