@@ -165,6 +165,32 @@ type Range struct {
 	Process    int32
 }
 
+// SyncWait is the part of a synchronizing API call during which the host
+// waited for the device, as CUPTI records it: [Start, End) lies inside the
+// call's own interval. Corr links it to the call (APICall.Corr, same
+// process).
+type SyncWait struct {
+	Start, End int64
+	Corr       int64
+	Process    int32
+	Kind       SyncKind
+}
+
+// SyncKind is what a SyncWait waited for (CUPTI's synchronization type).
+type SyncKind uint8
+
+const (
+	SyncUnknown         SyncKind = iota
+	SyncEvent                    // cudaEventSynchronize (CUPTI also reports event queries so)
+	SyncStreamWaitEvent          // cudaStreamWaitEvent: the device waits, the host does not
+	SyncStream                   // cudaStreamSynchronize
+	SyncContext                  // cudaDeviceSynchronize, cuCtxSynchronize
+)
+
+func (k SyncKind) String() string {
+	return [...]string{"unknown", "event", "stream-wait-event", "stream", "context"}[k]
+}
+
 // Device describes one GPU as the trace records it.
 type Device struct {
 	ID     int    `json:"id"`
@@ -195,6 +221,10 @@ type Profile struct {
 	GPU    []GPUOp
 	API    []APICall
 	Ranges []Range
+	// SyncWaits are the waits for the device that the profiler recorded
+	// inside synchronizing API calls (nsys: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
+	// sorted by start; nil when the trace has none.
+	SyncWaits []SyncWait
 
 	// Warnings are things the reader noticed that do not stop analysis.
 	Warnings []string

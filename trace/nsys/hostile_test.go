@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,6 +81,18 @@ func TestPerThreadStreamVariants(t *testing.T) {
 				t.Errorf("lean %v step %d:\n got %+v\nwant %+v", lean, i+1, got, w)
 			}
 		}
+	}
+}
+
+// The SYNCHRONIZATION table's rows reach the profile, inside their calls.
+func TestSyncWaits(t *testing.T) {
+	p := readOne(t, ptsz(t))
+	want := []trace.SyncWait{
+		{Start: 1710, End: 3650, Corr: 3, Process: 300, Kind: trace.SyncStream},
+		{Start: 10510, End: 12450, Corr: 8, Process: 300, Kind: trace.SyncStream},
+	}
+	if !slices.Equal(p.SyncWaits, want) {
+		t.Errorf("sync waits %+v, want %+v", p.SyncWaits, want)
 	}
 }
 

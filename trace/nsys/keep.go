@@ -39,16 +39,17 @@ type span struct{ lo, hi int64 }
 
 func threadKey(pid int32, tid int64) int64 { return int64(pid)<<24 | tid }
 
-// byTime reports whether [start, end) on the thread encloses a blocking
-// call's start or overlaps one of its process's longest GPU idle gaps.
-func (k *keeper) byTime(pid int32, tid, start, end int64) bool {
-	if ts := k.syncs[threadKey(pid, tid)]; len(ts) > 0 {
+// byTime reports whether [start, end) encloses a blocking call's start
+// (ts: the thread's, k.syncs) or overlaps one of the longest GPU idle gaps
+// (gs: the process's, k.gaps).
+func byTime(ts []int64, gs []span, start, end int64) bool {
+	if len(ts) > 0 {
 		i, _ := slices.BinarySearch(ts, start)
 		if i < len(ts) && ts[i] < end {
 			return true
 		}
 	}
-	if gs := k.gaps[pid]; len(gs) > 0 {
+	if len(gs) > 0 {
 		// The first gap that ends after start; it overlaps if it begins before end.
 		i, _ := slices.BinarySearchFunc(gs, start, func(g span, t int64) int {
 			if g.hi <= t {
@@ -166,7 +167,7 @@ type nameMatcher struct {
 func newNameMatcher(re *regexp.Regexp) nameMatcher {
 	m := nameMatcher{re: re}
 	if parsed, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
-		m.pre = required(parsed.Simplify(), false)
+		m.pre = required(parsed.Simplify(), -1)
 	}
 	return m
 }
@@ -180,17 +181,19 @@ func (m *nameMatcher) match(name []byte) bool {
 
 // prefilter is a condition on literals that every string matching a
 // regexp meets: all of and (a concatenation needs each part), one of or
-// (an alternation needs one branch), or a literal substring.
+// (an alternation needs one branch), or a literal substring, at a known
+// offset when the regexp is anchored at the start and what precedes the
+// literal has a fixed width.
 type prefilter struct {
 	lit     []byte
-	prefix  bool // lit must start the string (the regexp begins with ^)
+	at      int // offset of lit in the string, -1 for anywhere
 	and, or []*prefilter
 }
 
 func (p *prefilter) eval(s []byte) bool {
 	switch {
-	case p.lit != nil && p.prefix:
-		return bytes.HasPrefix(s, p.lit)
+	case p.lit != nil && p.at >= 0:
+		return len(s) >= p.at+len(p.lit) && bytes.Equal(s[p.at:p.at+len(p.lit)], p.lit)
 	case p.lit != nil:
 		return bytes.Contains(s, p.lit)
 	case p.and != nil:
@@ -212,36 +215,42 @@ func (p *prefilter) eval(s []byte) bool {
 
 // required returns the literal condition every match of re meets, or nil
 // when there is none that can be checked byte for byte (empty matches,
-// character classes, case folding). anchored says that re must match at
-// the start of the string (it follows ^, \A), so its first literal is a
-// prefix.
-func required(re *syntax.Regexp, anchored bool) *prefilter {
+// character classes, case folding). at is where re's match must begin in
+// the string (it follows ^ or \A and text of a fixed width), -1 when that
+// is not known.
+func required(re *syntax.Regexp, at int) *prefilter {
 	switch re.Op {
 	case syntax.OpLiteral:
 		if re.Flags&syntax.FoldCase != 0 || len(re.Rune) == 0 {
 			return nil
 		}
-		return &prefilter{lit: []byte(string(re.Rune)), prefix: anchored}
-	case syntax.OpCapture, syntax.OpPlus:
-		return required(re.Sub[0], anchored)
+		return &prefilter{lit: []byte(string(re.Rune)), at: at}
+	case syntax.OpCapture:
+		return required(re.Sub[0], at)
+	case syntax.OpPlus:
+		return required(re.Sub[0], at) // the first repetition starts at at
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return required(re.Sub[0], anchored)
+			return required(re.Sub[0], at)
 		}
 		return nil
 	case syntax.OpConcat:
 		var and []*prefilter
-		first := true // no part that consumes text yet
-		for _, sub := range re.Sub {
+		pos := at
+		for i, sub := range re.Sub {
 			if sub.Op == syntax.OpBeginText {
-				anchored = anchored || first
+				if i == 0 || pos == 0 {
+					pos = 0
+				}
 				continue
 			}
-			if p := required(sub, anchored && first); p != nil {
+			if p := required(sub, pos); p != nil {
 				and = append(and, p)
 			}
-			if !zeroWidth(sub) {
-				first = false
+			if w := width(sub); pos >= 0 && w >= 0 {
+				pos += w
+			} else {
+				pos = -1
 			}
 		}
 		switch len(and) {
@@ -254,7 +263,7 @@ func required(re *syntax.Regexp, anchored bool) *prefilter {
 	case syntax.OpAlternate:
 		var or []*prefilter
 		for _, sub := range re.Sub {
-			p := required(sub, anchored)
+			p := required(sub, at)
 			if p == nil {
 				return nil // this branch needs no literal
 			}
@@ -265,13 +274,30 @@ func required(re *syntax.Regexp, anchored bool) *prefilter {
 	return nil
 }
 
-// zeroWidth reports whether re matches only the empty string (anchors and
-// word boundaries), so that what follows it still starts where it did.
-func zeroWidth(re *syntax.Regexp) bool {
+// width returns the number of bytes every match of re spans, -1 when it
+// varies or is not known.
+func width(re *syntax.Regexp) int {
 	switch re.Op {
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
 		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return true
+		return 0
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return -1 // folded runes can differ in UTF-8 length (K, the Kelvin sign)
+		}
+		return len(string(re.Rune))
+	case syntax.OpCapture:
+		return width(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			w := width(sub)
+			if w < 0 {
+				return -1
+			}
+			n += w
+		}
+		return n
 	}
-	return false
+	return -1
 }

@@ -23,6 +23,8 @@ func TestNameMatcherPrefilter(t *testing.T) {
 		regexp.MustCompile(`(?i)step`), regexp.MustCompile(`^a?step$`), regexp.MustCompile(`x*`),
 		regexp.MustCompile(`^(?:FSDP::root_pre_forward|Optimizer\.step#\w+\.step)`), regexp.MustCompile(`(?m)^step`),
 		regexp.MustCompile(`\bstep\b|^iter(ation)?_\d+$`), regexp.MustCompile(`^$`), regexp.MustCompile(`a+b{2,}c`),
+		regexp.MustCompile(`^ab(c|de)f`), regexp.MustCompile(`^(?:ab|c)d`), regexp.MustCompile(`^é+x`), regexp.MustCompile(`^x{2}y`),
+		regexp.MustCompile(`^a\bb`), regexp.MustCompile(`\Aaten::(?:_local_scalar_dense|tolist)\z`), regexp.MustCompile(`^(?i:k)x`),
 	}
 	names := []string{
 		"", "step", "step 3", "ProfilerStep#12", "ProfilerStep#", "train_step", "training_step", "train_stepper",
@@ -30,6 +32,8 @@ func TestNameMatcherPrefilter(t *testing.T) {
 		"DataLoader.__next__", "train_dataloader_next", "aten::_local_scalar_dense", "aten::tolist", "aten::tolist2",
 		"sync:Tensor.item[3]", "aten::empty_strided, op_id = 999730", "FSDP::root_pre_forward", "Optimizer.step#AdamW.step",
 		"iteration_12", "iter_3", "abbc", "aabbbc", "abc", "line1\nstep",
+		"abcf", "abdef", "abdf", "abd", "cd", "abcd", "ééx", "éx", "x", "xxy", "xy", "xxxy", "a b", "ab",
+		"\u212ax", "kx", "Kx", "xkx",
 	}
 	for _, re := range patterns {
 		m := newNameMatcher(re)

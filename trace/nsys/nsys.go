@@ -423,6 +423,16 @@ func (r *reader) profiles(s *scanned) ([]*trace.Profile, error) {
 		proc(s.ranges[i].Process).Ranges = s.ranges[i:j:j]
 		i = j
 	}
+	for i := 0; i < len(s.syncs); {
+		j := i
+		for j < len(s.syncs) && s.syncs[j].Process == s.syncs[i].Process {
+			j++
+		}
+		if p := procs[s.syncs[i].Process]; p != nil {
+			p.SyncWaits = s.syncs[i:j:j]
+		}
+		i = j
+	}
 	pids := make([]int32, 0, len(procs))
 	for pid := range procs {
 		pids = append(pids, pid)

@@ -163,7 +163,10 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 		}
 	}()
 	var lastPid int32 = -1
+	lastThread := int64(-1)
 	var e *extremes
+	var syncs []int64
+	var gaps []span
 	return r.each(st, func() error {
 		start, end, ok, err := times(st, "NVTX_EVENTS", &t.bad)
 		if !ok {
@@ -178,10 +181,14 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 					e = &extremes{first: start, last: end, firstRow: st.Int64(5), lastRow: st.Int64(5)}
 					t.ext[pid] = e
 				}
-				lastPid = pid
+				gaps = k.gaps[pid]
+				lastPid, lastThread = pid, -1
+			}
+			if tid != lastThread {
+				syncs, lastThread = k.syncs[threadKey(pid, tid)], tid
 			}
 			e.add(start, end, st.Int64(5))
-			keep = k.byTime(pid, tid, start, end)
+			keep = byTime(syncs, gaps, start, end)
 		}
 		var name trace.Name
 		if text := st.Bytes(3); text != nil {

@@ -3,6 +3,7 @@ package nsys
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ type scanned struct {
 	gpu    []trace.GPUOp
 	api    []trace.APICall
 	ranges []trace.Range
+	syncs  []trace.SyncWait
 }
 
 // part is a rowid range (lo, hi] of a table; all is the whole table.
@@ -316,6 +318,9 @@ func (r *reader) scan() (*scanned, error) {
 	}
 	s.ranges = rs
 	bad.add(nb)
+	if s.syncs, err = r.readSyncs(&bad); err != nil {
+		return nil, err
+	}
 	if bad.nullTime > 0 {
 		r.warnf("%d rows with a NULL start or end (GPU activity, CUDA API calls or NVTX ranges that never ended) were left out", bad.nullTime)
 	}
@@ -742,11 +747,12 @@ func leanAPI(api []trace.APICall, gpu []trace.GPUOp, names *trace.Strings) []tra
 }
 
 // corrs is a set of correlation ids: a bitmap when they are dense, as
-// CUPTI's counters are, else a sorted list.
+// CUPTI's counters are, else an open-addressing hash set.
 type corrs struct {
-	lo     int64
-	bits   []uint64
-	sorted []int64
+	lo   int64
+	bits []uint64
+	hash []int64 // 0 is empty; ids are stored plus one
+	mask uint64
 }
 
 func corrSet(ops []trace.GPUOp) corrs {
@@ -765,19 +771,104 @@ func corrSet(ops []trace.GPUOp) corrs {
 		}
 		return c
 	}
-	c := corrs{sorted: make([]int64, len(ops))}
-	for i := range ops {
-		c.sorted[i] = ops[i].Corr
+	size := 1
+	for size < 2*len(ops) {
+		size *= 2
 	}
-	slices.Sort(c.sorted)
+	c := corrs{hash: make([]int64, size), mask: uint64(size - 1)}
+	for i := range ops {
+		v := ops[i].Corr + 1
+		for j := hashCorr(ops[i].Corr) & c.mask; ; j = (j + 1) & c.mask {
+			if c.hash[j] == v {
+				break
+			}
+			if c.hash[j] == 0 {
+				c.hash[j] = v
+				break
+			}
+		}
+	}
 	return c
 }
 
+func hashCorr(c int64) uint64 { return uint64(c) * 0x9E3779B97F4A7C15 >> 17 }
+
 func (c *corrs) has(corr int64) bool {
-	if c.bits != nil {
+	switch {
+	case c.bits != nil:
 		d := corr - c.lo
 		return d >= 0 && d/64 < int64(len(c.bits)) && c.bits[d/64]&(1<<(d%64)) != 0
+	case c.hash != nil:
+		v := corr + 1
+		for j := hashCorr(corr) & c.mask; ; j = (j + 1) & c.mask {
+			switch c.hash[j] {
+			case v:
+				return true
+			case 0:
+				return false
+			}
+		}
 	}
-	_, ok := slices.BinarySearch(c.sorted, corr)
-	return ok
+	return false
+}
+
+// Synchronization types (ENUM_CUPTI_SYNC_TYPE) as documented for every
+// schema so far.
+var documentedSyncKinds = map[int64]trace.SyncKind{
+	0: trace.SyncUnknown, 1: trace.SyncEvent, 2: trace.SyncStreamWaitEvent, 3: trace.SyncStream, 4: trace.SyncContext,
+}
+
+// readSyncs reads CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (CUDA 11+ captures):
+// the device waits inside synchronizing calls, sorted by process and start.
+func (r *reader) readSyncs(bad *counts) ([]trace.SyncWait, error) {
+	const table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+	q, err := r.selectSQL(table, []string{"start", "end", "correlationId", "globalPid", "syncType"}, nil)
+	if err != nil || q == "" {
+		return nil, err
+	}
+	kinds, err := r.syncKinds()
+	if err != nil {
+		return nil, err
+	}
+	var out []trace.SyncWait
+	err = query(r.db, q, func(st *sqlitescan.Stmt) error {
+		start, end, ok, err := times(st, table, bad)
+		if !ok {
+			return err
+		}
+		out = append(out, trace.SyncWait{Start: start, End: end, Corr: st.Int64(2), Process: pidOf(st.Int64(3)), Kind: kinds[st.Int64(4)]})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", table, err)
+	}
+	slices.SortFunc(out, func(a, b trace.SyncWait) int {
+		return cmp.Or(cmp.Compare(a.Process, b.Process), cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Corr, b.Corr))
+	})
+	return out, nil
+}
+
+// syncKinds reads ENUM_CUPTI_SYNC_TYPE where the export has it, by symbol
+// name, over the documented ids.
+func (r *reader) syncKinds() (map[int64]trace.SyncKind, error) {
+	kinds := maps.Clone(documentedSyncKinds)
+	ok, err := r.table("ENUM_CUPTI_SYNC_TYPE")
+	if err != nil || !ok {
+		return kinds, err
+	}
+	err = query(r.db, `SELECT id, name FROM ENUM_CUPTI_SYNC_TYPE`, func(st *sqlitescan.Stmt) error {
+		name := strings.ToUpper(st.String(1))
+		for _, k := range []struct {
+			suffix string
+			kind   trace.SyncKind
+		}{{"STREAM_WAIT_EVENT", trace.SyncStreamWaitEvent}, {"EVENT_SYNCHRONIZE", trace.SyncEvent}, {"STREAM_SYNCHRONIZE", trace.SyncStream},
+			{"CONTEXT_SYNCHRONIZE", trace.SyncContext}, {"UNKNOWN", trace.SyncUnknown}} {
+			if strings.HasSuffix(name, k.suffix) && st.Type(0) == sqlitescan.Integer {
+				kinds[st.Int64(0)] = k.kind
+				break
+			}
+		}
+		return nil
+	})
+	return kinds, err
 }
