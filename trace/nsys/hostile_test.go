@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/internal/testdb"
@@ -306,5 +308,34 @@ func TestUnusedStringIds(t *testing.T) {
 	}
 	if got := p.Names.String(p.GPU[0].Name); got != "k1_gemm" {
 		t.Errorf("first kernel %q", got)
+	}
+}
+
+// Damaged pages give an error or a reading, never a panic or a hang: the
+// direct page reader checks every offset. Bytes past the first page are
+// overwritten at random (a fixed seed) and the export read each time.
+func TestDamagedPages(t *testing.T) {
+	src, err := os.ReadFile(ptsz(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pageSize = 4096
+	if len(src) < 2*pageSize {
+		t.Fatalf("export of %d bytes", len(src))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	dir := t.TempDir()
+	for i := range 300 {
+		b := slices.Clone(src)
+		for range 1 + rng.IntN(8) {
+			b[pageSize+rng.IntN(len(b)-pageSize)] = byte(rng.IntN(256))
+		}
+		path := filepath.Join(dir, fmt.Sprintf("damaged%d.sqlite", i))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ReadFile(ctx, path) // must return
+		cancel()
 	}
 }

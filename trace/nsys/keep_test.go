@@ -3,6 +3,7 @@ package nsys
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/trace"
 )
 
 // The literal prefilter must never reject a name the regexp matches: it is
@@ -112,4 +114,73 @@ type result struct {
 
 func summary(r *analysis.Result) result {
 	return result{r.Steps, r.Warnings, r.Findings(), r.Start, r.End, r.Kernels, r.MemcpyCount, r.GPUBusy, r.WholeProfile, r.HasGPU, r.KernelStats, r.Gaps}
+}
+
+// Reading the pages directly gives exactly the rows SQLite gives, on every
+// nsys fixture and hand-made export, full and lean.
+func TestDirectReadsMatchSQLite(t *testing.T) {
+	files := []string{
+		fixtures.Path(t, "nsys-sqlite/nsysai-mfu-2gpu-h100/mfu_2gpu_before.sqlite"),
+		fixtures.Path(t, "nsys-sqlite/nsysai-mfu-2gpu-h100/mfu_2gpu_after.sqlite"),
+		fixtures.Path(t, "nsys-sqlite/extrap-concurrent-gtx1060-toy/profile1.sqlite"),
+		testdb.FromSQL(t, filepath.Join("testdata", "two-process-2022.4.sql")),
+		testdb.FromSQL(t, filepath.Join("testdata", "ptsz-2022.4.sql")),
+	}
+	defer func() { directReads = true }()
+	before := directTasks.Load()
+	for _, f := range files {
+		for _, opt := range []Options{{}, {RangeNames: []*regexp.Regexp{analysis.DefaultStepPattern}}} {
+			directReads = false
+			want, err := ReadFileOptions(context.Background(), f, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			directReads = true
+			got, err := ReadFileOptions(context.Background(), f, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d profiles, want %d", f, len(got), len(want))
+			}
+			for i := range want {
+				if diff := gocmp.Diff(flat(want[i]), flat(got[i])); diff != "" {
+					t.Errorf("%s lean=%v: direct read differs (-sqlite +direct):\n%s", filepath.Base(f), opt.RangeNames != nil, diff)
+				}
+			}
+		}
+	}
+	if directTasks.Load() == before {
+		t.Error("no table was read directly")
+	}
+}
+
+// flat is a profile with names in place of Names, for comparing two reads.
+type flatProfile struct {
+	Process, Rank    int
+	Variant          string
+	Devices          []trace.Device
+	GPU, API, Ranges []string
+	SyncWaits        []trace.SyncWait
+	Warnings         []string
+}
+
+func flat(p *trace.Profile) flatProfile {
+	f := flatProfile{Process: p.Process, Rank: p.Rank, Variant: p.Variant, Devices: p.Devices, SyncWaits: p.SyncWaits, Warnings: p.Warnings}
+	for _, op := range p.GPU {
+		n := op.Name
+		op.Name = 0
+		f.GPU = append(f.GPU, fmt.Sprintf("%+v %q", op, p.Names.String(n)))
+	}
+	for _, a := range p.API {
+		n := a.Name
+		a.Name = 0
+		f.API = append(f.API, fmt.Sprintf("%+v %q", a, p.Names.String(n)))
+	}
+	for _, rg := range p.Ranges {
+		n := rg.Name
+		rg.Name = 0
+		f.Ranges = append(f.Ranges, fmt.Sprintf("%+v %q", rg, p.Names.String(n)))
+	}
+	return f
 }

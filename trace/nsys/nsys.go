@@ -85,6 +85,12 @@ func ReadFileOptions(ctx context.Context, path string, opt Options) ([]*trace.Pr
 	}
 	defer db.Close()
 	r := &reader{db: db, path: path, ctx: ctx, opt: opt, size: st.Size()}
+	if directReads {
+		if f, err := sqlitescan.OpenFile(path); err == nil {
+			r.file = f
+			defer f.Close()
+		}
+	}
 	profiles, err := r.read()
 	if r.records > 1<<20 {
 		// A large read leaves tens of MB of scratch behind (the API array
@@ -109,6 +115,10 @@ func ReadFileOptions(ctx context.Context, path string, opt Options) ([]*trace.Pr
 	return profiles, nil
 }
 
+// directReads reads the big tables' pages directly (sqlitescan.File);
+// tests turn it off to compare with SQLite's reading of the same rows.
+var directReads = true
+
 type reader struct {
 	ctx  context.Context
 	db   *sqlitescan.DB // the main goroutine's connection
@@ -117,6 +127,7 @@ type reader struct {
 	size int64
 
 	objects map[string]object // sqlite_master: tables and views by name
+	file    *sqlitescan.File  // direct page reads; nil: SQLite reads everything
 	variant string
 	names   *trace.Strings
 
@@ -195,13 +206,26 @@ func (r *reader) table(name string) (bool, error) {
 
 // columns returns the columns of a table the reader knows by name (never a
 // name taken from the file).
-func (r *reader) columns(table string) (map[string]string, error) {
-	cols := map[string]string{}
-	err := query(r.db, `SELECT name, type FROM pragma_table_info('`+table+`')`, func(st *sqlitescan.Stmt) error {
-		cols[st.String(0)] = strings.ToUpper(st.String(1))
+func (r *reader) columns(table string) (map[string]column, error) {
+	cols := map[string]column{}
+	err := query(r.db, `SELECT cid, name, type, dflt_value IS NULL, pk FROM pragma_table_info('`+table+`')`, func(st *sqlitescan.Stmt) error {
+		typ := strings.ToUpper(st.String(2))
+		cols[st.String(1)] = column{
+			cid: int(st.Int64(0)), typ: typ,
+			// Stored in every record as written: not the rowid (an INTEGER
+			// PRIMARY KEY), no default for records older than the column.
+			plain: st.Int64(3) == 1 && !(st.Int64(4) > 0 && typ == "INTEGER"),
+		}
 		return nil
 	})
 	return cols, err
+}
+
+// column is a table column as pragma_table_info describes it.
+type column struct {
+	cid   int
+	typ   string
+	plain bool
 }
 
 func (r *reader) meta(table string) (version, schema string) {
@@ -264,8 +288,11 @@ func (r *reader) enums(schema string) error {
 			return nil, err
 		}
 		cols, err := r.columns(table)
-		if err != nil || cols["id"] == "" || cols["name"] == "" {
+		if _, ok := cols["id"]; err != nil || !ok {
 			return nil, err
+		}
+		if _, ok := cols["name"]; !ok {
+			return nil, nil
 		}
 		m := map[int64]uint8{}
 		var unknown []string

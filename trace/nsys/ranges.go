@@ -14,6 +14,8 @@ const rangeTypes = "eventType IN (59, 60, 70, 71)"
 // rangeTask reads one rowid range of NVTX_EVENTS.
 type rangeTask struct {
 	query  string
+	leaves []sqlitescan.Leaf // direct read of these pages instead of query
+	pos    []int
 	size   int
 	kept   []trace.Range
 	strs   *trace.Strings // names of the kept ranges, local to the task
@@ -56,7 +58,7 @@ func (e *extremes) merge(o *extremes) {
 // Options.RangeNames, those that analysis can use (see keep.go).
 func (r *reader) readRanges(s *scanned) ([]trace.Range, counts, error) {
 	const table = "NVTX_EVENTS"
-	q, err := r.selectSQL(table, []string{"start", "end", "globalTid", "text"}, [][2]string{{"textId", "NULL"}})
+	q, pos, err := r.selectSQL(table, []string{"start", "end", "globalTid", "text", "eventType"}, []string{"textId"})
 	if err != nil || q == "" {
 		return nil, counts{}, err
 	}
@@ -68,10 +70,19 @@ func (r *reader) readRanges(s *scanned) ([]trace.Range, counts, error) {
 		q = q[:len(q)-len(" FROM "+table)] + ", rowid FROM " + table
 	}
 	ps, n := r.parts(table)
+	var groups [][]sqlitescan.Leaf
+	if pos != nil && n > 0 {
+		if g, rps := r.rawParts(table, int64(n)); g != nil {
+			groups, ps = g, rps
+		}
+	}
 	tasks := make([]*rangeTask, len(ps))
 	fns := make([]func(db *sqlitescan.DB) error, len(ps))
 	for i, p := range ps {
 		t := &rangeTask{query: q + p.where(rangeTypes), strs: trace.NewStrings(), textID: map[int64]textName{}, ext: map[int32]*extremes{}}
+		if groups != nil {
+			t.leaves, t.pos = groups[i], pos
+		}
 		if n > 0 && keepAll {
 			t.kept = make([]trace.Range, 0, p.hi-p.lo)
 		}
@@ -151,11 +162,6 @@ func (r *reader) readRanges(s *scanned) ([]trace.Range, counts, error) {
 
 // rangeTask reads one part of NVTX_EVENTS on its own connection.
 func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
-	st, err := db.Query(t.query)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	var lookup *sqlitescan.Stmt // StringIds by id, for registered strings
 	defer func() {
 		if lookup != nil {
@@ -167,7 +173,15 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 	var e *extremes
 	var syncs []int64
 	var gaps []span
-	return r.each(st, func() error {
+	each := func(st row, rowid int64) error {
+		if st.Type(4) != sqlitescan.Integer {
+			return nil
+		}
+		switch st.Int64(4) {
+		case 59, 60, 70, 71: // rangeTypes
+		default:
+			return nil
+		}
 		start, end, ok, err := times(st, "NVTX_EVENTS", &t.bad)
 		if !ok {
 			return err
@@ -178,7 +192,7 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 		if k != nil {
 			if pid != lastPid || e == nil {
 				if e = t.ext[pid]; e == nil {
-					e = &extremes{first: start, last: end, firstRow: st.Int64(5), lastRow: st.Int64(5)}
+					e = &extremes{first: start, last: end, firstRow: rowid, lastRow: rowid}
 					t.ext[pid] = e
 				}
 				gaps = k.gaps[pid]
@@ -187,7 +201,7 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 			if tid != lastThread {
 				syncs, lastThread = k.syncs[threadKey(pid, tid)], tid
 			}
-			e.add(start, end, st.Int64(5))
+			e.add(start, end, rowid)
 			keep = byTime(syncs, gaps, start, end)
 		}
 		var name trace.Name
@@ -199,8 +213,8 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 				return nil
 			}
 			name = t.strs.Intern(text)
-		} else if st.Type(4) == sqlitescan.Integer {
-			id := st.Int64(4)
+		} else if st.Type(5) == sqlitescan.Integer {
+			id := st.Int64(5)
 			tn, seen := t.textID[id]
 			if !seen {
 				if lookup == nil {
@@ -222,6 +236,27 @@ func (r *reader) rangeTask(db *sqlitescan.DB, t *rangeTask, k *keeper) error {
 			t.kept = append(t.kept, trace.Range{Start: start, End: end, Thread: tid, Process: pid, Name: name})
 		}
 		return nil
+	}
+	if t.leaves != nil {
+		n := 0
+		return r.file.Scan(t.leaves, t.pos, func(rec *sqlitescan.Record) error {
+			if n++; n&0xFFFF == 0 && r.ctx.Err() != nil {
+				return r.ctx.Err()
+			}
+			return each(rec, rec.Rowid)
+		})
+	}
+	st, err := db.Query(t.query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return r.each(st, func() error {
+		var rowid int64
+		if k != nil {
+			rowid = st.Int64(6)
+		}
+		return each(st, rowid)
 	})
 }
 

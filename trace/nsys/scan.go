@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpugate/gpugate/internal/sqlitescan"
 	"github.com/gpugate/gpugate/trace"
@@ -21,6 +22,9 @@ import (
 // into the processes' profiles without copying. NVTX ranges are read last,
 // when the blocking calls and GPU idle gaps that decide which of them a
 // filtered read keeps are known.
+
+// directTasks counts the parts read directly from the file, for tests.
+var directTasks atomic.Int64
 
 // rowsPerPart is the size of one rowid range.
 const rowsPerPart = 1 << 19
@@ -37,6 +41,15 @@ type scanned struct {
 	api    []trace.APICall
 	ranges []trace.Range
 	syncs  []trace.SyncWait
+}
+
+// row is the current row of a scan: an SQLite statement's, or a record
+// read straight from the file (sqlitescan.File).
+type row interface {
+	Type(i int) int
+	Int64(i int) int64
+	Bytes(i int) []byte
+	String(i int) string
 }
 
 // part is a rowid range (lo, hi] of a table; all is the whole table.
@@ -89,7 +102,11 @@ type task[T any] struct {
 	query string
 	off   int
 	size  int // capacity of the window; 0: unknown, grow a slice of its own
-	rows  func(st *sqlitescan.Stmt, t *task[T], out []T) ([]T, error)
+	rows  func(st row, t *task[T], out []T) ([]T, error)
+	// leaves and pos, when set, read the table's pages directly
+	// (sqlitescan.File) instead of running query.
+	leaves []sqlitescan.Leaf
+	pos    []int
 
 	got   []T
 	n     int   // rows read
@@ -167,7 +184,7 @@ func (r *reader) each(st *sqlitescan.Stmt, row func() error) error {
 // checks them: INTEGER nanoseconds in range. ok is false for a row with a
 // NULL time, which is skipped and counted; an end before the start is
 // counted and made equal to it.
-func times(st *sqlitescan.Stmt, table string, c *counts) (start, end int64, ok bool, err error) {
+func times(st row, table string, c *counts) (start, end int64, ok bool, err error) {
 	for i, col := range [2]string{"start", "end"} {
 		switch t := st.Type(i); t {
 		case sqlitescan.Integer:
@@ -204,20 +221,33 @@ func readTasks[T any](r *reader, tasks []*task[T]) ([]T, error) {
 	fns := make([]func(db *sqlitescan.DB) error, len(tasks))
 	for i, t := range tasks {
 		fns[i] = func(db *sqlitescan.DB) error {
-			st, err := db.Query(t.query)
-			if err != nil {
-				return fmt.Errorf("read %s: %w", t.table, err)
-			}
-			defer st.Close()
 			var out []T
 			if t.size > 0 {
 				out = buf[t.off : t.off : t.off+t.size]
 			}
-			err = r.each(st, func() error {
-				var err error
-				out, err = t.rows(st, t, out)
-				return err
-			})
+			var err error
+			if t.leaves != nil {
+				n := 0
+				err = r.file.Scan(t.leaves, t.pos, func(rec *sqlitescan.Record) error {
+					if n++; n&0xFFFF == 0 && r.ctx.Err() != nil {
+						return r.ctx.Err()
+					}
+					var err error
+					out, err = t.rows(rec, t, out)
+					return err
+				})
+			} else {
+				var st *sqlitescan.Stmt
+				if st, err = db.Query(t.query); err != nil {
+					return fmt.Errorf("read %s: %w", t.table, err)
+				}
+				defer st.Close()
+				err = r.each(st, func() error {
+					var err error
+					out, err = t.rows(st, t, out)
+					return err
+				})
+			}
 			if err != nil {
 				return fmt.Errorf("read %s: %w", t.table, err)
 			}
@@ -331,59 +361,113 @@ func (r *reader) scan() (*scanned, error) {
 }
 
 // selectSQL names every column in need, then the optional columns in the
-// given order, each replaced by its default expression when this export
-// version lacks it. It returns "" when the table is absent (lazy exports
-// leave out empty tables).
-func (r *reader) selectSQL(table string, need []string, opt [][2]string) (string, error) {
+// given order, NULL when this export version lacks them. It returns "" when
+// the table is absent (lazy exports leave out empty tables). pos, when not
+// nil, are the columns' positions in the table's records for a direct read
+// of its pages: only for an ordinary rowid table whose selected columns
+// are stored in the record (not the rowid itself) and have no default.
+func (r *reader) selectSQL(table string, need, opt []string) (q string, pos []int, err error) {
 	ok, err := r.table(table)
 	if err != nil || !ok {
-		return "", err
+		return "", nil, err
 	}
 	cols, err := r.columns(table)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w", table, err)
+		return "", nil, fmt.Errorf("read %s: %w", table, err)
 	}
 	sel := make([]string, 0, len(need)+len(opt))
+	pos = make([]int, 0, len(need)+len(opt))
+	raw := r.file != nil && !strings.Contains(strings.ToUpper(r.objects[table].sql), "WITHOUT ROWID")
 	for _, c := range need {
-		if _, ok := cols[c]; !ok {
-			return "", fmt.Errorf("table %s has no column %s: unsupported nsys export schema", table, c)
+		col, ok := cols[c]
+		if !ok {
+			return "", nil, fmt.Errorf("table %s has no column %s: unsupported nsys export schema", table, c)
 		}
 		sel = append(sel, `"`+c+`"`)
+		pos = append(pos, col.cid)
+		raw = raw && col.plain
 	}
 	for _, o := range opt {
-		if _, ok := cols[o[0]]; ok {
-			sel = append(sel, `"`+o[0]+`"`)
+		if col, ok := cols[o]; ok {
+			sel = append(sel, `"`+o+`"`)
+			pos = append(pos, col.cid)
+			raw = raw && col.plain
 		} else {
-			sel = append(sel, o[1])
+			sel = append(sel, "NULL")
+			pos = append(pos, -1)
 		}
 	}
-	return "SELECT " + strings.Join(sel, ", ") + " FROM " + table, nil
+	if !raw {
+		pos = nil
+	}
+	return "SELECT " + strings.Join(sel, ", ") + " FROM " + table, pos, nil
 }
 
-func makeTasks[T any](r *reader, table, q, cond string, rows func(st *sqlitescan.Stmt, t *task[T], out []T) ([]T, error)) []*task[T] {
+// rawParts splits a table's leaf pages into parts of about rowsPerPart
+// rowids, for a direct read; nil when the table cannot be read so (then
+// SQLite reads it).
+func (r *reader) rawParts(table string, maxID int64) ([][]sqlitescan.Leaf, []part) {
+	var root int64 = -1
+	query(r.db, `SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = '`+table+`'`, func(st *sqlitescan.Stmt) error {
+		if st.Type(0) == sqlitescan.Integer {
+			root = st.Int64(0)
+		}
+		return nil
+	})
+	if root <= 0 || root > 1<<32-1 {
+		return nil, nil
+	}
+	leaves, err := r.file.Leaves(uint32(root))
+	if err != nil || len(leaves) == 0 {
+		return nil, nil
+	}
+	var groups [][]sqlitescan.Leaf
+	var ps []part
+	lo, i := int64(0), 0
+	for j := range leaves {
+		hi := min(leaves[j].Max, maxID)
+		if j == len(leaves)-1 || hi-lo >= rowsPerPart {
+			groups = append(groups, leaves[i:j+1])
+			ps = append(ps, part{lo: lo, hi: max(hi, lo)})
+			lo, i = hi, j+1
+		}
+	}
+	return groups, ps
+}
+
+func makeTasks[T any](r *reader, table, q string, pos []int, rows func(st row, t *task[T], out []T) ([]T, error)) []*task[T] {
 	if q == "" {
 		return nil
 	}
 	ps, n := r.parts(table)
 	var ts []*task[T]
+	if pos != nil && n > 0 {
+		if groups, rps := r.rawParts(table, int64(n)); groups != nil {
+			directTasks.Add(int64(len(groups)))
+			for k, g := range groups {
+				ts = append(ts, &task[T]{table: table, size: int(rps[k].hi - rps[k].lo), rows: rows, leaves: g, pos: pos})
+			}
+			return ts
+		}
+	}
 	for _, p := range ps {
 		size := 0
 		if n > 0 {
 			size = int(p.hi - p.lo)
 		}
-		ts = append(ts, &task[T]{table: table, query: q + p.where(cond), size: size, rows: rows})
+		ts = append(ts, &task[T]{table: table, query: q + p.where(""), size: size, rows: rows})
 	}
 	return ts
 }
 
 func (r *reader) kernelTasks() ([]*task[trace.GPUOp], error) {
 	const table = "CUPTI_ACTIVITY_KIND_KERNEL"
-	q, err := r.selectSQL(table, []string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid"},
-		[][2]string{{"demangledName", "NULL"}, {"shortName", "NULL"}})
+	q, pos, err := r.selectSQL(table, []string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid"},
+		[]string{"demangledName", "shortName"})
 	if err != nil {
 		return nil, err
 	}
-	return makeTasks(r, table, q, "", func(st *sqlitescan.Stmt, t *task[trace.GPUOp], out []trace.GPUOp) ([]trace.GPUOp, error) {
+	return makeTasks(r, table, q, pos, func(st row, t *task[trace.GPUOp], out []trace.GPUOp) ([]trace.GPUOp, error) {
 		start, end, ok, err := times(st, table, &t.bad)
 		if !ok {
 			return out, err
@@ -408,11 +492,11 @@ func (r *reader) copyTasks() ([]*task[trace.GPUOp], error) {
 	memset := r.names.InternString("[CUDA memset]")
 	const mc, ms = "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"
 	need := []string{"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"}
-	q, err := r.selectSQL(mc, need, [][2]string{{"copyKind", "0"}, {"dstKind", "NULL"}, {"srcKind", "NULL"}})
+	q, pos, err := r.selectSQL(mc, need, []string{"copyKind", "dstKind", "srcKind"})
 	if err != nil {
 		return nil, err
 	}
-	ts := makeTasks(r, mc, q, "", func(st *sqlitescan.Stmt, t *task[trace.GPUOp], out []trace.GPUOp) ([]trace.GPUOp, error) {
+	ts := makeTasks(r, mc, q, pos, func(st row, t *task[trace.GPUOp], out []trace.GPUOp) ([]trace.GPUOp, error) {
 		start, end, ok, err := times(st, mc, &t.bad)
 		if !ok {
 			return out, err
@@ -423,11 +507,11 @@ func (r *reader) copyTasks() ([]*task[trace.GPUOp], error) {
 			Copy: r.copyKinds[st.Int64(7)], Dst: r.memKind(st, 8), Src: r.memKind(st, 9),
 		}), nil
 	})
-	q, err = r.selectSQL(ms, need, [][2]string{{"memKind", "NULL"}})
+	q, pos, err = r.selectSQL(ms, need, []string{"memKind"})
 	if err != nil {
 		return nil, err
 	}
-	ts = append(ts, makeTasks(r, ms, q, "", func(st *sqlitescan.Stmt, t *task[trace.GPUOp], out []trace.GPUOp) ([]trace.GPUOp, error) {
+	ts = append(ts, makeTasks(r, ms, q, pos, func(st row, t *task[trace.GPUOp], out []trace.GPUOp) ([]trace.GPUOp, error) {
 		start, end, ok, err := times(st, ms, &t.bad)
 		if !ok {
 			return out, err
@@ -441,7 +525,7 @@ func (r *reader) copyTasks() ([]*task[trace.GPUOp], error) {
 	return ts, nil
 }
 
-func (r *reader) memKind(st *sqlitescan.Stmt, col int) trace.MemKind {
+func (r *reader) memKind(st row, col int) trace.MemKind {
 	if st.Type(col) != sqlitescan.Integer {
 		return trace.MemUnknown
 	}
@@ -453,11 +537,11 @@ func (r *reader) memKind(st *sqlitescan.Stmt, col int) trace.MemKind {
 
 func (r *reader) runtimeTasks() ([]*task[trace.APICall], error) {
 	const table = "CUPTI_ACTIVITY_KIND_RUNTIME"
-	q, err := r.selectSQL(table, []string{"start", "end", "globalTid", "correlationId", "nameId"}, nil)
+	q, pos, err := r.selectSQL(table, []string{"start", "end", "globalTid", "correlationId", "nameId"}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return makeTasks(r, table, q, "", func(st *sqlitescan.Stmt, t *task[trace.APICall], out []trace.APICall) ([]trace.APICall, error) {
+	return makeTasks(r, table, q, pos, func(st row, t *task[trace.APICall], out []trace.APICall) ([]trace.APICall, error) {
 		start, end, ok, err := times(st, table, &t.bad)
 		if !ok {
 			return out, err
@@ -822,7 +906,7 @@ var documentedSyncKinds = map[int64]trace.SyncKind{
 // the device waits inside synchronizing calls, sorted by process and start.
 func (r *reader) readSyncs(bad *counts) ([]trace.SyncWait, error) {
 	const table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-	q, err := r.selectSQL(table, []string{"start", "end", "correlationId", "globalPid", "syncType"}, nil)
+	q, _, err := r.selectSQL(table, []string{"start", "end", "correlationId", "globalPid", "syncType"}, nil)
 	if err != nil || q == "" {
 		return nil, err
 	}
