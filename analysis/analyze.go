@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/gpugate/gpugate/trace"
 )
@@ -516,29 +515,13 @@ func (r *Result) windows() []int32 {
 }
 
 // syncAPI reports whether a CUDA/HIP API call blocks the host until the
-// device catches up. Names have their version suffix stripped already.
-func syncAPI(name string) bool {
-	for _, pre := range [...]string{"cuda", "cu", "hip"} {
-		rest, ok := strings.CutPrefix(name, pre)
-		if !ok {
-			continue
-		}
-		switch rest {
-		case "DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "CtxSynchronize":
-			return true
-		}
-		if strings.HasPrefix(rest, "Memcpy") && !strings.Contains(rest, "Async") {
-			return true
-		}
-	}
-	return false
-}
+// device catches up (trace.SyncAPI: version and per-thread-stream suffixes
+// such as _v3020, _ptsz and _ptds are ignored).
+func syncAPI(name string) bool { return trace.SyncAPI(name) }
 
-// launchAPI reports whether an API call launches a kernel or a graph.
-func launchAPI(name string) bool {
-	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel") ||
-		strings.Contains(name, "GraphLaunch")
-}
+// launchAPI reports whether an API call launches a kernel or a graph
+// (trace.LaunchAPI).
+func launchAPI(name string) bool { return trace.LaunchAPI(name) }
 
 // hostCalls counts sync calls and launch statistics per step.
 func (r *Result) hostCalls(opt Options, data []span) {

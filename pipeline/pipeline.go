@@ -8,6 +8,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -276,6 +277,13 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 // AnalyzeFiles reads the traces (the ranks of one run) and analyzes each
 // profile in them, on all cores.
 func AnalyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
+	// The nsys reader keeps only the NVTX ranges that these patterns name
+	// (and those around syncs and idle gaps), not millions of op ranges.
+	lo.RangeNames = []*regexp.Regexp{
+		cmp.Or(opt.StepPattern, analysis.DefaultStepPattern),
+		cmp.Or(opt.DataPattern, analysis.DefaultDataPattern),
+		cmp.Or(opt.SyncProxyPattern, analysis.DefaultSyncProxyPattern),
+	}
 	var profiles []*trace.Profile
 	for _, path := range paths {
 		ps, err := load.File(ctx, path, lo)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -164,6 +165,32 @@ type Range struct {
 	Process    int32
 }
 
+// SyncWait is the part of a synchronizing API call during which the host
+// waited for the device, as CUPTI records it: [Start, End) lies inside the
+// call's own interval. Corr links it to the call (APICall.Corr, same
+// process).
+type SyncWait struct {
+	Start, End int64
+	Corr       int64
+	Process    int32
+	Kind       SyncKind
+}
+
+// SyncKind is what a SyncWait waited for (CUPTI's synchronization type).
+type SyncKind uint8
+
+const (
+	SyncUnknown         SyncKind = iota
+	SyncEvent                    // cudaEventSynchronize (CUPTI also reports event queries so)
+	SyncStreamWaitEvent          // cudaStreamWaitEvent: the device waits, the host does not
+	SyncStream                   // cudaStreamSynchronize
+	SyncContext                  // cudaDeviceSynchronize, cuCtxSynchronize
+)
+
+func (k SyncKind) String() string {
+	return [...]string{"unknown", "event", "stream-wait-event", "stream", "context"}[k]
+}
+
 // Device describes one GPU as the trace records it.
 type Device struct {
 	ID     int    `json:"id"`
@@ -194,6 +221,10 @@ type Profile struct {
 	GPU    []GPUOp
 	API    []APICall
 	Ranges []Range
+	// SyncWaits are the waits for the device that the profiler recorded
+	// inside synchronizing API calls (nsys: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
+	// sorted by start; nil when the trace has none.
+	SyncWaits []SyncWait
 
 	// Warnings are things the reader noticed that do not stop analysis.
 	Warnings []string
@@ -266,4 +297,56 @@ func StripAPIVersion(name string) string {
 		return name
 	}
 	return name[:i-2]
+}
+
+// BaseAPIName reduces a CUDA API name to the function it calls: the version
+// suffix (_v3020, _v11030, and the _v2 of driver functions) and the
+// per-thread default stream variants (_ptsz, _ptds) are removed, in any
+// order and number: cudaStreamSynchronize_ptsz_v7000 and
+// cuMemcpyDtoH_v2_ptds become cudaStreamSynchronize and cuMemcpyDtoH.
+func BaseAPIName(name string) string {
+	for {
+		s := StripAPIVersion(name)
+		for _, suf := range [...]string{"_ptsz", "_ptds"} {
+			s = strings.TrimSuffix(s, suf)
+		}
+		if s == name {
+			return s
+		}
+		name = s
+	}
+}
+
+// SyncAPI reports whether a CUDA (runtime or driver) or HIP API call blocks
+// the host until the device catches up: device, stream, event and context
+// synchronization, and the copies that are not Async. Any version or
+// per-thread-stream suffix is ignored (BaseAPIName).
+func SyncAPI(name string) bool {
+	name = BaseAPIName(name)
+	for _, pre := range [...]string{"cuda", "cu", "hip"} {
+		rest, ok := strings.CutPrefix(name, pre)
+		if !ok {
+			continue
+		}
+		switch rest {
+		case "DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "CtxSynchronize", "ThreadSynchronize":
+			return true
+		}
+		if strings.HasPrefix(rest, "Memcpy") && !strings.Contains(rest, "Async") {
+			return true
+		}
+	}
+	return false
+}
+
+// LaunchAPI reports whether an API call launches a kernel or a graph, with
+// any version or per-thread-stream suffix ignored.
+func LaunchAPI(name string) bool {
+	name = BaseAPIName(name)
+	switch name {
+	case "cudaLaunch", "cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync":
+		return true // the launch calls before CUDA 7 and the old driver API
+	}
+	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel") ||
+		strings.Contains(name, "GraphLaunch")
 }

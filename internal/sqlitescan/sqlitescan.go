@@ -15,6 +15,9 @@ package sqlitescan
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -28,10 +31,20 @@ type DB struct {
 }
 
 // Open opens the SQLite file at path read-only and immutable (no locks,
-// no journal: the file must not change while it is read).
+// no journal: the file must not change while it is read). The path is a
+// file name, never a URI: it is made absolute and percent-escaped into a
+// file: URI, so that '?', '#' and '%' in it name a file rather than
+// parameters, and mode=ro makes SQLite refuse to create a missing file.
+//
+// immutable=1 also makes SQLite ignore a -wal or hot -journal beside the
+// file; callers that may meet one must check for it first (see Sidecars).
 func Open(path string) (*DB, error) {
+	uri, err := URI(path)
+	if err != nil {
+		return nil, err
+	}
 	tls := libc.NewTLS()
-	name, err := libc.CString("file:" + path + "?mode=ro&immutable=1")
+	name, err := libc.CString(uri)
 	if err != nil {
 		tls.Close()
 		return nil, err
@@ -47,6 +60,48 @@ func Open(path string) (*DB, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// URI returns the read-only, immutable file: URI that names the file at
+// path and nothing else: every byte outside [A-Za-z0-9/._~-] is
+// percent-escaped, and the path is absolute so that it cannot be read as
+// a URI authority.
+func URI(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if strings.IndexByte(abs, 0) >= 0 {
+		return "", errors.New("file name holds a NUL byte")
+	}
+	var b strings.Builder
+	b.WriteString("file://")
+	for i := 0; i < len(abs); i++ {
+		c := abs[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '/', c == '.', c == '_', c == '~', c == '-':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	b.WriteString("?mode=ro&immutable=1")
+	return b.String(), nil
+}
+
+// Sidecars reports which of SQLite's companion files lie beside path
+// with content in them: a write-ahead log (-wal) holds committed
+// transactions that the main file lacks, and a hot rollback journal
+// (-journal) means a write was interrupted. An immutable reader would
+// ignore both and see stale or torn data.
+func Sidecars(path string) []string {
+	var out []string
+	for _, suf := range []string{"-wal", "-journal"} {
+		if st, err := os.Stat(path + suf); err == nil && st.Size() > 0 {
+			out = append(out, path+suf)
+		}
+	}
+	return out
 }
 
 func (d *DB) err(rc int32) error {
@@ -119,6 +174,39 @@ func (s *Stmt) Bytes(i int) []byte {
 	n := sqlite3.Xsqlite3_column_bytes(s.d.tls, s.p, int32(i))
 	return unsafe.Slice((*byte)(cptr(p)), n)
 }
+
+// Column types, as sqlite3_column_type reports them.
+const (
+	Integer = sqlite3.SQLITE_INTEGER
+	Float   = sqlite3.SQLITE_FLOAT
+	Text    = sqlite3.SQLITE_TEXT
+	Blob    = sqlite3.SQLITE_BLOB
+	Null    = sqlite3.SQLITE_NULL
+)
+
+// Type returns the storage class of column i of the current row.
+func (s *Stmt) Type(i int) int {
+	return int(sqlite3.Xsqlite3_column_type(s.d.tls, s.p, int32(i)))
+}
+
+// Float64 returns column i of the current row as a float.
+func (s *Stmt) Float64(i int) float64 {
+	return sqlite3.Xsqlite3_column_double(s.d.tls, s.p, int32(i))
+}
+
+// String returns column i as a Go string (copied), "" for NULL.
+func (s *Stmt) String(i int) string { return string(s.Bytes(i)) }
+
+// BindInt64 binds v to the i-th parameter (1-based) after a Reset.
+func (s *Stmt) BindInt64(i int, v int64) error {
+	if rc := sqlite3.Xsqlite3_bind_int64(s.d.tls, s.p, int32(i), v); rc != sqlite3.SQLITE_OK {
+		return s.d.err(rc)
+	}
+	return nil
+}
+
+// Reset rewinds the statement so that it can be run again.
+func (s *Stmt) Reset() { sqlite3.Xsqlite3_reset(s.d.tls, s.p) }
 
 // Close finalizes the statement.
 func (s *Stmt) Close() {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/gpugate/gpugate/trace"
@@ -22,6 +23,10 @@ type Options struct {
 	Nsys string
 	// TempDir receives exported SQLite files; empty means os.TempDir.
 	TempDir string
+	// RangeNames, when not nil, lets the nsys reader keep only the NVTX
+	// ranges analysis can use (nsys.Options.RangeNames): pass every
+	// pattern that analysis matches range names with.
+	RangeNames []*regexp.Regexp
 }
 
 // File reads the trace at path. An nsys export yields one profile per
@@ -44,7 +49,7 @@ func File(ctx context.Context, path string, opt Options) ([]*trace.Profile, erro
 	ext := strings.ToLower(filepath.Ext(path))
 	switch {
 	case nsys.IsSQLite(hdr):
-		return nsys.ReadFile(ctx, path)
+		return nsys.ReadFileOptions(ctx, path, nsys.Options{RangeNames: opt.RangeNames})
 	case ext == ".nsys-rep" || ext == ".qdrep":
 		return exportReport(ctx, path, opt)
 	case len(hdr) >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b, looksJSON(hdr), ext == ".json":
@@ -76,7 +81,7 @@ func exportReport(ctx context.Context, path string, opt Options) ([]*trace.Profi
 	if err != nil {
 		return nil, err
 	}
-	ps, err := nsys.ReadFile(ctx, db)
+	ps, err := nsys.ReadFileOptions(ctx, db, nsys.Options{RangeNames: opt.RangeNames})
 	for _, p := range ps {
 		p.Path = path
 	}
