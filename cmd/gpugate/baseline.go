@@ -15,6 +15,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/stats"
@@ -168,7 +169,7 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "recorded run %d of %s (%d profile(s), %d steps) as baseline of %s in %s, fingerprint %s\n", id, *workload, len(results), len(results[0].Steps), *branch, store.Name(), fp.Hash())
+			fmt.Fprintf(stdout, "recorded run %d of %s (%d profile(s), %d steps) as baseline of %s in %s, fingerprint %s\n", id, escape.Terminal(*workload), len(results), len(results[0].Steps), escape.Terminal(*branch), escape.Terminal(store.Name()), fp.Hash())
 			return nil
 		}
 	},
@@ -223,7 +224,7 @@ var baselineListCmd = &command{
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tstep ms")
 			for _, x := range rows {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, x.Workload, x.Branch, x.Commit, x.Created, x.Kind, x.Profiler, x.Fingerprint, x.Steps, x.StepTimeMs)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), x.Created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), x.Steps, x.StepTimeMs)
 			}
 			return tw.Flush()
 		}
@@ -290,7 +291,7 @@ run's), and says how many runs of other fingerprints it left out.`,
 				lo, hi = min(lo, p.Median), max(hi, p.Median)
 			}
 			cp := stats.ChangePoint(xs, 0.01, 999)
-			fmt.Fprintf(stdout, "%s of %s on %s, fingerprint %s, per-run median (%s), %d runs\n", m.Name, *workload, *branch, fp, m.Unit, len(pts))
+			fmt.Fprintf(stdout, "%s of %s on %s, fingerprint %s, per-run median (%s), %d runs\n", m.Name, escape.Terminal(*workload), escape.Terminal(*branch), escape.Terminal(fp), m.Unit, len(pts))
 			if others > 0 {
 				fmt.Fprintf(stdout, "(%d baseline run(s) of other fingerprints left out: -fingerprint picks another machine's history; baseline list shows them)\n", others)
 			}
@@ -304,10 +305,10 @@ run's), and says how many runs of other fingerprints it left out.`,
 				if cp.Found && i == cp.Index {
 					mark = "▶"
 				}
-				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), short(p.Commit), p.Median/scale, strings.Repeat("█", bar))
+				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Median/scale, strings.Repeat("█", bar))
 			}
 			if cp.Found {
-				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", cp.Index+1, short(pts[cp.Index].Commit),
+				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", cp.Index+1, escape.Terminal(short(pts[cp.Index].Commit)),
 					cp.Before, cp.After, m.Unit, 100*(cp.After-cp.Before)/cp.Before, cp.P)
 			} else {
 				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)
