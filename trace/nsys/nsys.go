@@ -177,7 +177,7 @@ func (r *reader) read() ([]*trace.Profile, error) {
 	version, schema := r.meta(meta)
 	r.variant = fmt.Sprintf("nsys %s (schema %s)", version, schema)
 	r.names = trace.NewStrings()
-	if err := r.enums(schema); err != nil {
+	if err := r.enums(); err != nil {
 		return nil, err
 	}
 	s, err := r.scan()
@@ -280,7 +280,7 @@ var (
 // where it has them, by the symbol name of each id
 // (CUDA_MEMCPY_KIND_HTOD, CUDA_MEMOPR_MEMORY_KIND_PINNED, ...), and falls
 // back to the documented ids otherwise.
-func (r *reader) enums(schema string) error {
+func (r *reader) enums() error {
 	r.copyKinds, r.memKinds = documentedCopyKinds, documentedMemKinds
 	read := func(table string, kind func(symbol string) (uint8, bool)) (map[int64]uint8, error) {
 		ok, err := r.table(table)
@@ -368,7 +368,6 @@ func (r *reader) enums(schema string) error {
 			r.memKinds[id] = trace.MemKind(k)
 		}
 	}
-	_ = schema // every known schema documents the same ids; see documentedCopyKinds
 	return nil
 }
 
