@@ -71,14 +71,26 @@ func toString(v any) string {
 }
 
 func output(ctx context.Context, name string, args ...string) string {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
+	out, _ := probe(ctx, 30*time.Second, name, args...)
+	return out
 }
+
+// probe runs a command for its output; timedOut says that it did not
+// answer within the limit (as opposed to failing), which a fingerprint
+// must not take for "not installed".
+func probe(ctx context.Context, limit time.Duration, name string, args ...string) (out string, timedOut bool) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return "", ctx.Err() == context.DeadlineExceeded
+	}
+	return strings.TrimSpace(string(b)), false
+}
+
+// torchProbeLimit bounds the job's Python importing torch: a cold import
+// on a loaded 2-core runner has been seen to take over 30 s.
+const torchProbeLimit = 3 * time.Minute
 
 // TakeFingerprint reads the machine: nvidia-smi for GPUs and the driver,
 // /proc/cpuinfo, the job's Python for torch, and nsys --version.
@@ -101,11 +113,20 @@ func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerp
 		fh.Close()
 	}
 	if python != "" {
-		if v := output(ctx, python, "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda or 'none')"); v != "" {
+		v, timedOut := probe(ctx, torchProbeLimit, python, "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda or 'none')")
+		switch {
+		case timedOut:
+			// Never record a machine without torch because the import was
+			// slow: that fingerprint would match no baseline, silently.
+			// This one differs visibly, field by field.
+			f.Torch, f.CUDA = "unknown (import torch timed out)", "unknown (import torch timed out)"
+		case v != "":
 			if p := strings.Fields(v); len(p) == 3 {
 				f.Python, f.Torch, f.CUDA = p[0], p[1], p[2]
 			}
-		} else if v := output(ctx, python, "-c", "import sys; print(sys.version.split()[0])"); v != "" {
+		}
+		if v == "" {
+			v = output(ctx, python, "-c", "import sys; print(sys.version.split()[0])")
 			f.Python = v
 		}
 	}
