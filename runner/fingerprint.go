@@ -90,7 +90,7 @@ func probe(ctx context.Context, limit time.Duration, name string, args ...string
 
 // torchProbeLimit bounds the job's Python importing torch: a cold import
 // on a loaded 2-core runner has been seen to take over 30 s.
-const torchProbeLimit = 3 * time.Minute
+var torchProbeLimit = 3 * time.Minute
 
 // TakeFingerprint reads the machine: nvidia-smi for GPUs and the driver,
 // /proc/cpuinfo, the job's Python for torch, and nsys --version.

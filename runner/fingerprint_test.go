@@ -1,9 +1,13 @@
 package runner
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFingerprintDiff(t *testing.T) {
@@ -32,5 +36,20 @@ func TestFingerprintHasNoSecrets(t *testing.T) {
 		if strings.Contains(line, "canary-value-123") {
 			t.Errorf("fingerprint holds an environment variable: %s", line)
 		}
+	}
+}
+
+// A Python that does not answer in time is not a Python without torch: the
+// fingerprint says "unknown" so that it cannot match a baseline silently.
+func TestFingerprintSlowTorchImport(t *testing.T) {
+	slow := filepath.Join(t.TempDir(), "python3")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\ncase \"$2\" in *torch*) exec sleep 5;; esac\necho 3.11.2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { torchProbeLimit = d }(torchProbeLimit)
+	torchProbeLimit = 200 * time.Millisecond
+	f := TakeFingerprint(context.Background(), slow, "", Torch)
+	if !strings.HasPrefix(f.Torch, "unknown") || !strings.HasPrefix(f.CUDA, "unknown") || f.Python != "3.11.2" {
+		t.Errorf("fingerprint with a slow torch import: torch %q, cuda %q, python %q", f.Torch, f.CUDA, f.Python)
 	}
 }
