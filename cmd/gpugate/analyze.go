@@ -32,9 +32,10 @@ view names the slowest rank and the spread of step time across ranks.
 
 Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
 -step-pattern. Without step markers the whole profile is one window and a
-warning says so. The JSON form is a stable contract, documented in docs/json.md.`,
+warning says so. A TRACE of - reads standard input. The JSON form is a stable
+contract, documented in docs/json.md.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
-		format := fs.String("format", "text", "output `format`: text or json")
+		format := formatFlag(fs, "text", "json")
 		a := analysisFlags(fs)
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *format != "text" && *format != "json" {
@@ -106,10 +107,36 @@ func nsysFlag(v string) string {
 // analyzes each profile.
 func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
 	var profiles []*trace.Profile
+	n := 0
+	for _, p := range paths {
+		if p == "-" {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, usagef("standard input (-) given twice")
+	}
 	for _, path := range paths {
+		name := path
+		if path == "-" {
+			tmp, err := spoolStdin()
+			if err != nil {
+				return nil, err
+			}
+			defer os.Remove(tmp)
+			path, name = tmp, "stdin"
+		}
 		ps, err := load.File(ctx, path, lo)
 		if err != nil {
-			return nil, fmt.Errorf("read trace %w", prefixPath(err, path))
+			if name == "stdin" {
+				err = renamePath(err, path, name)
+			}
+			return nil, fmt.Errorf("read trace %w", prefixPath(err, name))
+		}
+		for _, p := range ps {
+			if name == "stdin" {
+				p.Path = name
+			}
 		}
 		profiles = append(profiles, ps...)
 	}
@@ -126,6 +153,41 @@ func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo 
 	}
 	wg.Wait()
 	return results, nil
+}
+
+// stdin is what "-" reads; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// spoolStdin copies standard input to a temporary file: the readers detect
+// the format from the first bytes and the Kineto reader reads its file in
+// parallel pieces, so they need a file, not a stream. The copy streams;
+// memory stays bounded whatever the size.
+func spoolStdin() (string, error) {
+	f, err := os.CreateTemp("", "gpugate-stdin-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, stdin); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("read standard input: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// renamePath replaces the temporary file's name in a syntax error with the
+// name the user gave.
+func renamePath(err error, tmp, name string) error {
+	if se, ok := err.(*trace.SyntaxError); ok && se.File == tmp {
+		c := *se
+		c.File = name
+		return &c
+	}
+	return err
 }
 
 // prefixPath makes sure an error names the file exactly once.

@@ -23,6 +23,7 @@ Commands:
 	run                profile a training job and gate it against the stored baseline
 	version            print gpugate's version
 
+Flags may come before or after the arguments; -- ends the flags.
 Exit status: 0 no regression, 1 regression, 2 trouble (bad input, job failed).
 Run 'gpugate help <command>' for details.
 
@@ -62,7 +63,8 @@ Run 'gpugate help <command>' for details.
 
 	Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
 	-step-pattern. Without step markers the whole profile is one window and a
-	warning says so. The JSON form is a stable contract, documented in docs/json.md.
+	warning says so. A TRACE of - reads standard input. The JSON form is a stable
+	contract, documented in docs/json.md.
 
 	Flags:
 	  -comm-pattern RE
@@ -70,7 +72,7 @@ Run 'gpugate help <command>' for details.
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
-	    	output format: text or json (default "text")
+	    	output format: text or json (default text)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -step-pattern RE
@@ -106,7 +108,7 @@ Run 'gpugate help <command>' for details.
 	  -db path
 	    	baseline database path (default ".gpugate/baseline.db")
 	  -format format
-	    	output format: text or json (default "text")
+	    	output format: text or json (default text)
 	  -workload string
 	    	only this workload
 
@@ -226,7 +228,7 @@ Run 'gpugate help <command>' for details.
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
-	    	output format: text, markdown or json (default "text")
+	    	output format: text, markdown or json (default text)
 	  -head file
 	    	candidate trace or analyze JSON file (repeatable)
 	  -nsys path
@@ -271,7 +273,7 @@ Run 'gpugate help <command>' for details.
 	  -db path
 	    	baseline database path (default: perf.yaml's baseline.db, else .gpugate/baseline.db)
 	  -format format
-	    	output format: text, markdown or json (default "text")
+	    	output format: text, markdown or json (default text)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -out folder

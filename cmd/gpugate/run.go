@@ -42,6 +42,9 @@ defaults and prints the workloads as gpugate will run them.`,
 			if err != nil {
 				return err
 			}
+			if err := checkRunnable(c); err != nil {
+				return err
+			}
 			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", args[0], len(c.Workloads), c.Baseline.DB, c.Baseline.Branch, c.Baseline.Runs)
 			for _, w := range c.Workloads {
 				fmt.Fprintf(stdout, "  %s: %s (profiler %s, warmup %d, measure %d steps, repeat %d, timeout %s)\n",
@@ -75,7 +78,7 @@ failed, a fingerprint that matches no baseline).`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
-		format := fs.String("format", "text", "output `format`: text, markdown or json")
+		format := formatFlag(fs, "text", "markdown", "json")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
 		dbPath := fs.String("db", "", "baseline database `path` (default: perf.yaml's baseline.db, else .gpugate/baseline.db)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
@@ -91,6 +94,9 @@ failed, a fingerprint that matches no baseline).`,
 			}
 			c, err := config.Load(*cfgPath)
 			if err != nil {
+				return err
+			}
+			if err := checkRunnable(c); err != nil {
 				return err
 			}
 			w, err := c.Workload(*workload)
@@ -355,7 +361,7 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		}
 		allow[m.Name] = float64(v)
 	}
-	rep := gate.Compare(base, cand, gate.Options{Allowances: allow})
+	rep := gate.Compare(base, cand, gate.Options{Allowances: allow, Gate: c.Gate})
 	rep.Overhead = overhead
 	rep.Baseline.Newest = newest.UTC().Format(time.RFC3339)
 	if age := time.Since(newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
