@@ -112,7 +112,8 @@ func sides(r *gate.Report) string {
 // WriteCompareMarkdown writes the comparison as a PR comment body.
 func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
-	head := map[stats.Verdict]string{stats.Regression: "❌ **regression**", stats.Pass: "✅ **pass**", stats.Inconclusive: "⚠️ **inconclusive**"}[r.Verdict]
+	head := map[stats.Verdict]string{stats.Regression: "❌ **regression**", stats.Pass: "✅ **pass**", stats.Inconclusive: "⚠️ **inconclusive**",
+		stats.Accepted: "☑️ **regression accepted**", stats.NoBaseline: "⚠️ **no baseline**"}[r.Verdict]
 	fmt.Fprintf(w, "### gpugate: %s\n\n%d regression(s) · %d improvement(s) · %d inconclusive (α=0.05, Mann–Whitney U)\n\n", head, reg, imp, inc)
 	if len(r.Findings) > 0 && (r.Findings[0].New || r.Findings[0].Worse) && r.Verdict == stats.Regression {
 		f := r.Findings[0]

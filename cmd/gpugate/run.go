@@ -115,6 +115,9 @@ failed, a fingerprint that matches no baseline).`,
 type runOptions struct {
 	out, db, nsys string
 	record        bool
+	// readOnly: the store serves the comparison and is not written (runs
+	// of untrusted code: a pull request's).
+	readOnly bool
 }
 
 // outcome is what a run of a workload produced.
@@ -303,6 +306,9 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 		kind = "baseline"
 	}
 	for _, d := range docs {
+		if o.readOnly && !o.record {
+			break
+		}
 		if _, err := store.Record(ctx, baseline.Run{Workload: w.Name, Branch: branch, Commit: commit, Kind: kind, Profiler: profiler,
 			FingerprintHash: fp.Hash(), Fingerprint: fpJSON, Version: version(), Analysis: d}); err != nil {
 			return nil, err
