@@ -101,8 +101,8 @@ type result struct {
 // inputs are the action's inputs, checked.
 type inputs struct {
 	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot string
-	failOnRegression, checkRun, cache                                                    bool
-	sizeCap                                                                              int64 // bytes
+	failOnRegression, checkRun, cache                                                       bool
+	sizeCap                                                                                 int64 // bytes
 }
 
 func boolInput(v string, def bool) (bool, error) {
