@@ -35,17 +35,31 @@ Run 'gpugate help <command>' for details.
 	(composite steps get no INPUT_* on the real runner): GPUGATE_CONFIG,
 	GPUGATE_WORKLOAD, GPUGATE_BASELINE_DB, GPUGATE_BASE_BRANCH, GPUGATE_MODE (pr,
 	refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_COMMENT (always,
-	on-regression, never), GPUGATE_CHECK_RUN and GPUGATE_GITHUB_TOKEN.
+	on-regression, never), GPUGATE_CHECK_RUN, GPUGATE_ACCEPT_LABEL,
+	GPUGATE_BOT_LOGIN, GPUGATE_TRACE_SIZE_CAP (MB), GPUGATE_CACHE, GPUGATE_RESULT
+	and GPUGATE_GITHUB_TOKEN. GPUGATE_PHASE picks one step of action.yml:
+	prepare (resolve the baseline store outside the workspace and its
+	actions/cache key), run (profile, compare, write the evidence), post
+	(comment, check run, exit status); empty does run and post at once.
 
 	In pr mode it runs the workload and compares it with the baseline as gpugate
-	run does, writes the full report to the job summary and to a file (output
-	report-path), sets the outputs verdict, step-time-delta and regressions,
-	annotates regressions, and posts one pull request comment per workload that
-	later runs edit. A read-only token (a pull request from a fork) does not
-	fail the job: the summary says how to post comments with the two-workflow
-	pattern, and gpugate-result.json (output result-path) carries the report and
-	the PR number for it. In comment mode it posts such a result
-	(GPUGATE_RESULT). In refresh mode it records baseline runs.
+	run does, opening the store read-only (the PR's code is not trusted to write
+	baselines), writes the report to the job summary, gathers the evidence
+	(traces, compressed and capped; the report as Markdown and JSON; the job's
+	log; gpugate-result.json, the comparison as data) into one folder per
+	workload (output artifacts-path) for actions/upload-artifact, annotates
+	config errors at their line, job failures with the log's last lines,
+	regressions, and missing, stale or mismatched baselines, and posts one pull
+	request comment per workload that later runs edit. A pull request label
+	(accept-label) turns a regression into "accepted". A read-only token (a
+	pull request from a fork) does not fail the job: the summary says how to
+	post comments with the two-workflow pattern.
+
+	In comment mode (the privileged workflow_run job of that pattern) it reads
+	gpugate-result.json from the untrusted run's artifact as data, finds the pull
+	request itself from the workflow_run event (head repository and head SHA),
+	refuses an artifact that disagrees with it, re-renders the comment with
+	every name escaped and posts it. In refresh mode it records baseline runs.
 
 # analyze
 
