@@ -295,3 +295,46 @@ func TestSlugAndCacheKey(t *testing.T) {
 		t.Errorf("store with an input = %q", got)
 	}
 }
+
+// A failed job is annotated with the last lines of its log; a run with no
+// baseline warns; prepare puts the store outside the workspace and names
+// its cache keys.
+func TestActionTroubleAnnotations(t *testing.T) {
+	nw4 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	dir := t.TempDir()
+	fail := filepath.Join(dir, "fail.yaml")
+	os.WriteFile(fail, []byte("version: 1\nworkloads:\n  - name: train\n    command: 'echo loading; echo CUDA out of memory at step 3; exit 3'\n    profiler: torch\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	os.WriteFile(out, nil, 0o644)
+	home := t.TempDir()
+	m := actionEnv{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": out, "RUNNER_TEMP": t.TempDir(), "HOME": home, "GPUGATE_CONFIG": fail, "GPUGATE_PHASE": "run"}
+	err, stdout, _ := runEnv(m)
+	if err == nil || !strings.Contains(stdout, "::error title=gpugate%3A the training job failed::") || !strings.Contains(stdout, "CUDA out of memory at step 3") {
+		t.Errorf("failed job: %v\n%s", err, stdout)
+	}
+	// No baseline in the (new) store: a warning, exit 0.
+	m["GPUGATE_CONFIG"] = fakeJobConfig(t, dir, nw4)
+	err, stdout, _ = runEnv(m)
+	if err != nil || !strings.Contains(stdout, "::warning title=gpugate%3A no baseline::") {
+		t.Errorf("no baseline: %v\n%s", err, stdout)
+	}
+	m["GPUGATE_PHASE"] = "prepare"
+	os.WriteFile(out, nil, 0o644)
+	if err, _, _ := runEnv(m); err != nil {
+		t.Fatal(err)
+	}
+	outs, _ := os.ReadFile(out)
+	for _, want := range []string{"db<<", filepath.Join(home, ".cache", "gpugate", "resnet", "baseline.db"), "cache<<", "true",
+		"cache-key<<", "gpugate-baseline-v1-resnet-", "cache-restore-key<<", "artifact-name<<", "gpugate-resnet", "store-dir<<"} {
+		if !strings.Contains(string(outs), want) {
+			t.Errorf("prepare outputs lack %q:\n%s", want, outs)
+		}
+	}
+	// A postgres:// store is not cached.
+	os.WriteFile(out, nil, 0o644)
+	m["GPUGATE_BASELINE_DB"] = "postgres://db.example/gpugate"
+	runEnv(m)
+	if outs, _ := os.ReadFile(out); !strings.Contains(string(outs), "cache<<") || strings.Contains(string(outs), "cache-key") {
+		t.Errorf("postgres store: %s", outs)
+	}
+}
