@@ -755,7 +755,10 @@ func commentMode(ctx context.Context, gha *action.IO, log io.Writer, getenv func
 	refuse := func(format string, args ...any) error {
 		err := fmt.Errorf("nothing posted: "+format, args...)
 		gha.Error("gpugate: artifact refused", err.Error())
-		gha.Summary("\n> **gpugate posted no comment:** " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+		// The reason quotes the artifact: a code span in the summary, so
+		// that none of it renders as Markdown.
+		why := strings.NewReplacer("\n", " ", "\r", " ", "`", "'").Replace(err.Error())
+		gha.Summary("\n> **gpugate posted no comment:** `" + why + "`\n")
 		return err
 	}
 	ev, err := readEvent(getenv)

@@ -91,6 +91,9 @@ func TestActionCommentModeForged(t *testing.T) {
 		d["report"].(map[string]any)["metrics"].([]any)[0].(map[string]any)["name"] = "[click](https://evil.example)"
 	})
 	refused("unknown metric", err, out, sum, "does not compute")
+	if strings.Contains(sum, "[click](https://evil.example)") && !strings.Contains(sum, "`nothing posted") {
+		t.Errorf("the refusal renders the artifact's Markdown in the summary:\n%s", sum)
+	}
 
 	// Hostile text in names that may hold anything (kernel names, finding
 	// text, warnings, the machine), and a Markdown comment smuggled in the
