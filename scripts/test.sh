@@ -8,6 +8,8 @@ export PATH=$PATH:/usr/local/go/bin
 # (its nsys exports reports and rejects ones from newer versions).
 bash scripts/setup-profilers.sh
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
+# The act test's install step downloads a release with curl.
+command -v curl >/dev/null || apt-get install -y -qq --no-install-recommends curl >/dev/null
 # nektos/act runs action.yml end to end in host mode (no Docker daemon).
 export PATH=$PATH:$(go env GOPATH)/bin
 if ! act --version 2>/dev/null | grep -q 0.2.89; then
