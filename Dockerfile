@@ -6,7 +6,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /gpugate ./cmd/gpugate
+# docker build --build-arg VERSION=v0.2.0 . stamps the release; without it
+# gpugate version reports what the Go build recorded.
+ARG VERSION=""
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.Version=${VERSION}" -o /gpugate ./cmd/gpugate
 
 FROM gcr.io/distroless/static-debian12
 COPY --from=build /gpugate /usr/local/bin/gpugate

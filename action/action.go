@@ -8,6 +8,7 @@ package action
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/gpugate/gpugate/internal/escape"
@@ -70,6 +71,25 @@ func (io *IO) Error(title, msg string) {
 
 func (io *IO) Warning(title, msg string) {
 	io.a.WithFieldsMap(map[string]string{"title": title}).Warningf("%s", msg)
+}
+
+// ErrorAt writes an error annotation on a line of a file (line and col 0:
+// the file only). The library escapes the properties and the message, so
+// that a newline or "::" in them cannot start a workflow command.
+func (io *IO) ErrorAt(file string, line, col int, title, msg string) {
+	f := map[string]string{"title": title, "file": file}
+	if line > 0 {
+		f["line"] = strconv.Itoa(line)
+		if col > 0 {
+			f["col"] = strconv.Itoa(col)
+		}
+	}
+	io.a.WithFieldsMap(f).Errorf("%s", msg)
+}
+
+// Notice writes a notice annotation.
+func (io *IO) Notice(title, msg string) {
+	io.a.WithFieldsMap(map[string]string{"title": title}).Noticef("%s", msg)
 }
 
 // Group and EndGroup fold log lines.

@@ -78,7 +78,7 @@ func Open(ctx context.Context, target string) (*Store, error) {
 	if IsURL(target) {
 		return openPostgres(ctx, target, false)
 	}
-	return openSQLite(ctx, target, false)
+	return openSQLite(ctx, target, false, false)
 }
 
 // OpenExisting opens a store that must exist already, for reading: a
@@ -88,7 +88,22 @@ func OpenExisting(ctx context.Context, target string) (*Store, error) {
 	if IsURL(target) {
 		return openPostgres(ctx, target, true)
 	}
-	return openSQLite(ctx, target, true)
+	return openSQLite(ctx, target, true, false)
+}
+
+// OpenReadOnly opens a store that must exist already and never writes to
+// it, even where it could: SQLite files are opened with mode=ro, and a
+// PostgreSQL store refuses to record. Runs of untrusted code (a pull
+// request's) gate against the store this way.
+func OpenReadOnly(ctx context.Context, target string) (*Store, error) {
+	if IsURL(target) {
+		s, err := openPostgres(ctx, target, true)
+		if err == nil {
+			s.readOnly = true
+		}
+		return s, err
+	}
+	return openSQLite(ctx, target, true, true)
 }
 
 // Close closes the store.

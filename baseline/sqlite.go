@@ -86,8 +86,9 @@ func sqliteURI(path string, params ...string) string {
 // openSQLite opens the store at path: an existing gpugate store, or a new
 // or empty file that becomes one. Nothing is written to any other file,
 // not even a PRAGMA: the file is inspected read-only first. A file that
-// cannot be written is opened read-only when readOK, else refused.
-func openSQLite(ctx context.Context, path string, readOK bool) (*Store, error) {
+// cannot be written is opened read-only when readOK, else refused; forceRO
+// opens even a writable file read-only (mode=ro).
+func openSQLite(ctx context.Context, path string, readOK, forceRO bool) (*Store, error) {
 	fail := func(format string, args ...any) (*Store, error) {
 		return nil, fmt.Errorf("open baseline %s: %s", path, fmt.Sprintf(format, args...))
 	}
@@ -108,6 +109,9 @@ func openSQLite(ctx context.Context, path string, readOK bool) (*Store, error) {
 			writable = false
 		} else {
 			fh.Close()
+		}
+		if forceRO {
+			writable = false
 		}
 		if !writable && !readOK {
 			return fail("the file is read-only; make it writable or pass another -db")

@@ -30,6 +30,13 @@ type Config struct {
 	Allowances map[string]Percent `yaml:"allowances"`
 	Baseline   Baseline           `yaml:"baseline"`
 	AB         AB                 `yaml:"ab"`
+	// Gate lists the metrics whose regression fails the gate; the others
+	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls. The
+	// names are checked against the metrics gpugate computes by the
+	// command that uses them (config knows no metrics).
+	Gate []string `yaml:"gate"`
+
+	root *yaml.Node // the document, for Position
 
 	// File is where the config was read from; relative paths in it are
 	// relative to its folder.
@@ -268,6 +275,7 @@ func Parse(data []byte, name string) (*Config, error) {
 		return nil, yamlErrors(name, err, &root)
 	}
 	c.File = name
+	c.root = &root
 	// Lines of the workloads, for validation messages, and which keys are
 	// present: an explicit 0 (warmup_steps: 0) is kept, only an absent key
 	// takes the default.
@@ -391,6 +399,41 @@ func yamlErrors(name string, err error, root *yaml.Node) error {
 		out = append(out, &Error{File: name, Msg: strings.TrimPrefix(m, "yaml: ")})
 	}
 	return out
+}
+
+// Position returns the line and column of the item at a path of mapping
+// keys and sequence indexes: ("gate", "2") is the third entry of gate:,
+// ("allowances", "step_time") that key. A path that goes further than the
+// document gives the position of its deepest existing part; 0, 0 when not
+// even the first part exists.
+func (c *Config) Position(path ...string) (line, col int) {
+	if c.root == nil || len(c.root.Content) == 0 {
+		return 0, 0
+	}
+	n := c.root.Content[0]
+	for i, k := range path {
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == k {
+					next = n.Content[j+1]
+					if i == len(path)-1 {
+						next = n.Content[j] // the key itself
+					}
+				}
+			}
+		case yaml.SequenceNode:
+			if j, err := strconv.Atoi(k); err == nil && j >= 0 && j < len(n.Content) {
+				next = n.Content[j]
+			}
+		}
+		if next == nil {
+			break
+		}
+		n, line, col = next, next.Line, next.Column
+	}
+	return line, col
 }
 
 // Profilers are the accepted profiler values.

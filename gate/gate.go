@@ -27,7 +27,16 @@ type Options struct {
 	Thresholds stats.Thresholds
 	// TopKernels bounds each kernel list; 10 by default.
 	TopKernels int
+	// Gate names the metrics whose regression fails the gate (perf.yaml
+	// gate:); nil means DefaultGate.
+	Gate []string
 }
+
+// DefaultGate is what gates when perf.yaml says nothing: the step's health
+// as users read it — step time, kernels per step and CPU-side wait — plus
+// sync calls, the usual cause of a new host stall. CPU wait is a GPU
+// metric: on profiles without GPU activity it is absent and gates nothing.
+var DefaultGate = []string{"step_time", "kernels", "cpu_wait", "sync_calls"}
 
 // DefaultAllowance returns a metric's default allowance and minimum
 // absolute change. Times get 15% for profiling overhead and noise; counts
@@ -42,6 +51,11 @@ func DefaultAllowance(m analysis.Metric) (allowance, minAbs float64) {
 		return 0.05, 0.5
 	case "gpu_util":
 		return 0.10, 0.02
+	case "cpu_wait":
+		// Host wait of well-fed steps is a fraction of a millisecond and
+		// jumps by half of that from run to run: 0.2 -> 0.3 ms is +50% and
+		// no stall. It gates from 1 ms more per step.
+		return 0.15, 1
 	case "short_kernels":
 		return 0.10, 0.05
 	}
@@ -55,10 +69,21 @@ func DefaultAllowance(m analysis.Metric) (allowance, minAbs float64) {
 	return 0.15, 0
 }
 
-// Gates are the metrics whose regression fails the gate; the others are
-// reported to explain it. Every extra gate metric adds about α false
-// alarms.
-var Gates = map[string]bool{"step_time": true, "kernels": true, "sync_calls": true}
+// Gates reports which metrics gate under opt: the others are reported to
+// explain the verdict. Every extra gate metric adds about α false alarms.
+func Gates(opt Options) map[string]bool {
+	names := opt.Gate
+	if names == nil {
+		names = DefaultGate
+	}
+	g := map[string]bool{}
+	for _, n := range names {
+		if m, ok := analysis.MetricByName(n); ok {
+			g[m.Name] = true
+		}
+	}
+	return g
+}
 
 // Report is the comparison. Its JSON form is documented in docs/json.md.
 type Report struct {
@@ -82,6 +107,35 @@ type Report struct {
 	// Overhead is the profiler's cost measured by an unprofiled timing
 	// pass (gpugate run with step_log set); null otherwise.
 	Overhead *Overhead `json:"profiling_overhead"`
+	// Accepted is set when a pull request label declared the regression
+	// intended: Verdict is then "accepted" and the metric results still
+	// say "regression".
+	Accepted *Acceptance `json:"accepted,omitempty"`
+}
+
+// Acceptance records who accepted a regression, and which metrics.
+type Acceptance struct {
+	Label   string   `json:"label"`   // the pull request label
+	Metrics []string `json:"metrics"` // the gate metrics that regressed
+}
+
+// Accept turns a regression into an accepted one, because the pull request
+// carries label: the verdict becomes stats.Accepted and the report names
+// the label and the metrics it accepted. Other verdicts are left alone (an
+// inconclusive run is not made to pass by a label); it reports whether it
+// changed anything.
+func Accept(r *Report, label string) bool {
+	if r.Verdict != stats.Regression {
+		return false
+	}
+	a := &Acceptance{Label: label, Metrics: []string{}}
+	for _, m := range r.Metrics {
+		if m.Gate && m.Verdict == stats.Regression {
+			a.Metrics = append(a.Metrics, m.Name)
+		}
+	}
+	r.Verdict, r.Accepted = stats.Accepted, a
+	return true
 }
 
 // Overhead compares the job's own step times with and without the profiler.
@@ -167,6 +221,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	}
 	rep := &Report{Baseline: describe(base), Candidate: describe(cand), Alpha: opt.Thresholds.Alpha,
 		Mismatch: []string{}, Warnings: []string{}, Findings: []Finding{}}
+	gates := Gates(opt)
 	for _, m := range analysis.Metrics {
 		bs, cs := samples(base, m, &rep.Warnings), samples(cand, m, &rep.Warnings)
 		if bs == nil && cs == nil {
@@ -177,7 +232,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 			allow = a
 		}
 		rep.Metrics = append(rep.Metrics, stats.Compare(stats.Spec{
-			Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: Gates[m.Name],
+			Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
 		}, bs, cs, opt.Thresholds))
 	}
 	rep.Verdict = stats.Overall(rep.Metrics)

@@ -203,7 +203,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time) (*g
 	if err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow})
+	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate})
 	rep.Overhead = ex.Overhead
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
 	if age := now.Sub(sel.Newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
@@ -256,6 +256,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 // openStore opens the store for recording (o.Record) or for gating: a
 // store that does not exist yet is created, a read-only one serves reads.
 func openStore(ctx context.Context, o Options) (*baseline.Store, error) {
+	if o.ReadOnly && !o.Record {
+		return baseline.OpenReadOnly(ctx, o.DB)
+	}
 	if o.Record {
 		return baseline.Open(ctx, o.DB)
 	}
@@ -294,6 +297,11 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	kind := "candidate"
 	if o.Record {
 		kind = "baseline"
+	}
+	if store == nil && o.ReadOnly && !o.Record && !baseline.IsURL(o.DB) && !exists(o.DB) {
+		// Read-only and nothing there: nothing to compare with, and
+		// nothing may be created.
+		return noBaseline(o, ex, baseline.Mask(o.DB)), nil
 	}
 	if store == nil {
 		var err error
@@ -339,16 +347,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 			rep.Verdict = stats.Inconclusive
 			return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
-		record := RecordCommand(c, w, o.DB)
-		msg := fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with; record one on %s with: %s", w.Name, c.Baseline.Branch, store.Name(), c.Baseline.Branch, record)
-		rep := gate.NoBaseline(cand, msg)
-		rep.Verdict = stats.NoBaseline
-		rep.Overhead = ex.Overhead
-		oc := &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
-		if c.Baseline.OnMissing == "fail" {
-			oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)
-		}
-		return oc, nil
+		return noBaseline(o, ex, store.Name()), nil
 	}
 	rep, err := Compare(c, sel, ex, time.Now())
 	if err != nil {
@@ -364,6 +363,23 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	desc := fmt.Sprintf("%s@%s, %d run(s)%s, newest %s", c.Baseline.Branch, strings.Join(sel.Commits, ","), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
+}
+
+// noBaseline is the outcome of a run with nothing stored to compare with:
+// a stated verdict with the command that records a baseline, exit 0 unless
+// baseline.on_missing is fail.
+func noBaseline(o Options, ex *Execution, where string) *Outcome {
+	c, w := o.Config, o.Workload
+	record := RecordCommand(c, w, o.DB)
+	msg := fmt.Sprintf("no baseline of %s on branch %s in %s yet: nothing to compare with; record one on %s with: %s", w.Name, c.Baseline.Branch, where, c.Baseline.Branch, record)
+	rep := gate.NoBaseline(ex.Runs, msg)
+	rep.Verdict = stats.NoBaseline
+	rep.Overhead = ex.Overhead
+	oc := &Outcome{Workload: w.Name, Report: rep, Cand: ex.Runs, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
+	if c.Baseline.OnMissing == "fail" {
+		oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)
+	}
+	return oc
 }
 
 func exists(path string) bool {

@@ -41,6 +41,10 @@ type Options struct {
 	DB string
 	// Record stores the runs as baselines of Branch instead of comparing.
 	Record bool
+	// ReadOnly opens the store read-only (baseline.OpenReadOnly): the run
+	// is compared, not recorded. For runs of untrusted code (a pull
+	// request's), so that they cannot write the baselines others gate on.
+	ReadOnly bool
 	// Nsys is the nsys binary ("" finds it on PATH).
 	Nsys string
 	// Dir overrides the folder the workload runs in (the workdir of the

@@ -158,7 +158,7 @@ func sides(r *gate.Report) string {
 func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
 	head := map[stats.Verdict]string{stats.Regression: "❌ **regression**", stats.Pass: "✅ **pass**", stats.Inconclusive: "⚠️ **inconclusive**",
-		stats.Accepted: "☑️ **accepted**", stats.NoBaseline: "ℹ️ **no baseline**"}[r.Verdict]
+		stats.Accepted: "☑️ **regression accepted**", stats.NoBaseline: "⚠️ **no baseline**"}[r.Verdict]
 	fmt.Fprintf(w, "### gpugate: %s\n\n", head)
 	if len(r.Mismatch) > 0 {
 		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", text(strings.Join(r.Mismatch, "; ")))

@@ -131,8 +131,9 @@ func TestCommentGolden(t *testing.T) {
 	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 	rep := gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})
 	var buf bytes.Buffer
-	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 1 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB"}
-	if err := WriteComment(&buf, rep, []gate.Run{base}, []gate.Run{head}, info); err != nil {
+	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 1 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB",
+		BaseSteps: StepSeries([]gate.Run{base}), CandSteps: StepSeries([]gate.Run{head})}
+	if err := WriteComment(&buf, rep, info); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "comment.md", buf.Bytes())
@@ -147,7 +148,7 @@ func TestCommentGolden(t *testing.T) {
 	}
 	buf.Reset()
 	info.SummaryURL = "https://github.com/acme/train/actions/runs/1"
-	WriteComment(&buf, &huge, []gate.Run{base}, []gate.Run{head}, info)
+	WriteComment(&buf, &huge, info)
 	if buf.Len() > MaxComment || !strings.Contains(buf.String(), "job summary: https://") {
 		t.Errorf("long comment: %d bytes, ends %q", buf.Len(), buf.String()[max(0, buf.Len()-200):])
 	}

@@ -78,7 +78,7 @@ func FuzzComment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		rep, info := hostileReport(name)
 		var b bytes.Buffer
-		if err := WriteComment(&b, rep, nil, nil, info); err != nil {
+		if err := WriteComment(&b, rep, info); err != nil {
 			t.Fatal(err)
 		}
 		md := b.String()

@@ -17,6 +17,8 @@ bash scripts/setup-torch2.sh
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
 # Nsight Compute 2022.3 (ncu reads .ncu-rep reports; tests that need it run when GPUGATE_NCU is set).
 bash scripts/setup-ncu.sh && export GPUGATE_NCU=${GPUGATE_NCU:-/opt/gpugate/nsight-compute/usr/lib/nsight-compute/ncu}
+# The act test's install step downloads a release with curl.
+command -v curl >/dev/null || apt-get install -y -qq --no-install-recommends curl >/dev/null
 # nektos/act runs action.yml end to end in host mode (no Docker daemon).
 export PATH=$PATH:$(go env GOPATH)/bin
 if ! act --version 2>/dev/null | grep -q 0.2.89; then
@@ -25,7 +27,7 @@ fi
 go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
-go test -p 1 -count=1 ./...
+go test -p 1 -count=1 -timeout 60m ./...
 # The demo through gpugate under PyTorch 2.6 as well.
 bash scripts/e2e-torch2.sh
 # The escaping fuzzers (issue 10), 60 s each; a finding fails the run and

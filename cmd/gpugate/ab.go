@@ -118,34 +118,24 @@ cache: path is empty.`,
 			if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
 				path = ""
 			}
-			prefix := cacheKeyPrefix(w.Name, p.FP.Hash())
-			run := os.Getenv("GITHUB_RUN_ID")
-			if run == "" {
-				run = "local"
-			}
-			attempt := os.Getenv("GITHUB_RUN_ATTEMPT")
-			if attempt == "" {
-				attempt = "1"
-			}
-			fmt.Fprintf(stdout, "path=%s\nkey=%s%s-%s\nrestore-key=%s\n", oneLineValue(path), prefix, slug(run), slug(attempt), prefix)
+			fp := p.FP.Hash()
+			fmt.Fprintf(stdout, "path=%s\nkey=%s\nrestore-key=%s\n", oneLineValue(path),
+				cacheKey(w.Name, fp, os.Getenv("GITHUB_RUN_ID"), os.Getenv("GITHUB_RUN_ATTEMPT")), cacheKeyPrefix(w.Name, fp))
 			return nil
 		}
 	},
 }
 
-var slugRE = regexp.MustCompile(`[^a-z0-9._-]+`)
+var keyUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
 
-// slug reduces a name to what a cache key and a file name may hold.
-func slug(s string) string {
-	s = strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-.")
+// keyPart reduces a value from the environment to what a cache key may
+// hold.
+func keyPart(s string) string {
+	s = strings.Trim(keyUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-.")
 	if s == "" {
 		return "x"
 	}
 	return s
-}
-
-func cacheKeyPrefix(workload, fingerprint string) string {
-	return "gpugate-baseline-v1-" + slug(workload) + "-" + slug(fingerprint) + "-"
 }
 
 // oneLineValue keeps a name=value line one line.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/ghfake"
 )
@@ -32,143 +34,307 @@ type actionEnv map[string]string
 
 func (e actionEnv) get(k string) string { return e[k] }
 
-func TestActionCommand(t *testing.T) {
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		return 2
+	}
+	return 0
+}
+
+// actionFixture is a baseline recorded from the num_workers=4 capture, and
+// configs whose job replays the num_workers=0 capture (a data-loader
+// regression) or the num_workers=4 one again (a pass).
+type actionFixture struct {
+	db, regressCfg, passCfg string
+	gh                      *ghfake.Server
+}
+
+func newActionFixture(t *testing.T) *actionFixture {
 	nw4 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	nw0 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 	dir := t.TempDir()
-	db := filepath.Join(dir, "b.db")
+	f := &actionFixture{db: filepath.Join(dir, "b.db")}
 	t.Setenv("GPUGATE_BRANCH", "main")
 	var o, e bytes.Buffer
-	if code := gpugate(context.Background(), []string{"run", "-config", fakeJobConfig(t, filepath.Join(dir), nw4), "-db", db, "-out", filepath.Join(dir, "rec"), "-record-baseline"}, &o, &e); code != 0 {
+	if code := gpugate(context.Background(), []string{"run", "-config", fakeJobConfig(t, dir, nw4), "-db", f.db, "-out", filepath.Join(dir, "rec"), "-record-baseline"}, &o, &e); code != 0 {
 		t.Fatalf("record: exit %d %s", code, e.String())
 	}
-	headDir := filepath.Join(dir, "head")
-	os.MkdirAll(headDir, 0o755)
-	headCfg := fakeJobConfig(t, headDir, nw0)
-	event := filepath.Join(dir, "event.json")
-	os.WriteFile(event, []byte(`{"number":5,"pull_request":{"number":5,"head":{"sha":"abc","repo":{"fork":true}}}}`), 0o644)
+	for _, c := range []struct {
+		dst   *string
+		trace string
+	}{{&f.regressCfg, nw0}, {&f.passCfg, nw4}} {
+		d := t.TempDir()
+		*c.dst = fakeJobConfig(t, d, c.trace)
+	}
+	f.gh = ghfake.New()
+	t.Cleanup(f.gh.Close)
+	f.gh.Repo = "acme/train"
+	return f
+}
 
-	gh := ghfake.New()
-	defer gh.Close()
-	env := func(extra ...string) (actionEnv, string, string) {
-		out, sum := filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "summary")
-		os.WriteFile(out, nil, 0o644)
-		os.WriteFile(sum, nil, 0o644)
-		m := actionEnv{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": out, "GITHUB_STEP_SUMMARY": sum, "RUNNER_TEMP": t.TempDir(),
-			"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": event, "GITHUB_API_URL": gh.URL, "GITHUB_REPOSITORY": "acme/train",
-			"GPUGATE_CONFIG": headCfg, "GPUGATE_BASELINE_DB": db, "GPUGATE_GITHUB_TOKEN": "token-abcdefghijkl", "GPUGATE_CHECK_RUN": "true"}
-		for i := 0; i+1 < len(extra); i += 2 {
-			m[extra[i]] = extra[i+1]
-		}
-		return m, out, sum
+// env is a workflow's environment for a pull_request event on pr with labels.
+func (f *actionFixture) env(t *testing.T, pr int, cfg string, labels []string, extra ...string) (actionEnv, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	out, sum, event := filepath.Join(dir, "out"), filepath.Join(dir, "summary"), filepath.Join(dir, "event.json")
+	os.WriteFile(out, nil, 0o644)
+	os.WriteFile(sum, nil, 0o644)
+	var ls []map[string]string
+	for _, l := range labels {
+		ls = append(ls, map[string]string{"name": l})
 	}
-	run := func(m actionEnv) error {
-		var stdout, stderr bytes.Buffer
-		return runAction(context.Background(), m.get, &stdout, &stderr)
+	ev, _ := json.Marshal(map[string]any{"number": pr, "pull_request": map[string]any{"number": pr, "labels": ls,
+		"head": map[string]any{"sha": strings.Repeat("a", 40), "repo": map[string]any{"fork": false}}}})
+	os.WriteFile(event, ev, 0o644)
+	m := actionEnv{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": out, "GITHUB_STEP_SUMMARY": sum, "RUNNER_TEMP": filepath.Join(dir, "tmp"),
+		"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": event, "GITHUB_API_URL": f.gh.URL, "GITHUB_REPOSITORY": "acme/train",
+		"GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "77",
+		"GPUGATE_CONFIG": cfg, "GPUGATE_BASELINE_DB": f.db, "GPUGATE_GITHUB_TOKEN": "token-abcdefghijkl", "GPUGATE_CHECK_RUN": "true"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
 	}
-	exitCode := func(err error) int {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return ee.code
-		}
-		if err != nil {
-			return 2
-		}
-		return 0
-	}
+	return m, out, sum
+}
 
-	m, outFile, sumFile := env()
-	if code := exitCode(run(m)); code != 1 {
-		t.Fatalf("regression run: exit %d, want 1", code)
+func runEnv(m actionEnv) (err error, stdout, stderr string) {
+	var o, e bytes.Buffer
+	err = runAction(context.Background(), m.get, &o, &e)
+	return err, o.String(), e.String()
+}
+
+func TestActionCommand(t *testing.T) {
+	f := newActionFixture(t)
+	f.gh.Login = "perf-bot-user" // a PAT: comments are a user's, GET /user works
+
+	m, outFile, sumFile := f.env(t, 5, f.regressCfg, nil)
+	err, stdout, _ := runEnv(m)
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("regression run: exit %d (%v), want 1", code, err)
 	}
 	outs, _ := os.ReadFile(outFile)
-	for _, want := range []string{"verdict<<", "regression", "step-time-delta<<", "regressions<<", "step_time", "report-path<<", "result-path<<"} {
+	for _, want := range []string{"verdict<<", "regression", "step-time-delta<<", "regressions<<", "step_time", "report-path<<", "result-path<<",
+		"artifacts-path<<", "comment-url<<", "result-json<<", `"verdict":"regression"`} {
 		if !strings.Contains(string(outs), want) {
 			t.Errorf("outputs lack %q:\n%s", want, outs)
 		}
 	}
+	if !strings.Contains(stdout, "::error title=gpugate%3A step_time regressed::") {
+		t.Errorf("no regression annotation:\n%s", stdout)
+	}
 	if sum, _ := os.ReadFile(sumFile); !strings.Contains(string(sum), "data-loader-bound") {
 		t.Errorf("job summary lacks the finding:\n%s", sum)
 	}
-	comments, _ := gh.Snapshot(5)
-	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, action.Marker("resnet")) || !strings.Contains(comments[0].Body, "xychart-beta") {
+	// The evidence: traces compressed, the report as Markdown and JSON, the
+	// job's log, and the result as data.
+	_, art := folders(m.get, "resnet")
+	for _, p := range []string{"traces/trace-0.json.gz", "report.md", "report.json", "gpugate-result.json", "logs/job.log"} {
+		if _, err := os.Stat(filepath.Join(art, p)); err != nil {
+			t.Errorf("artifact folder lacks %s: %v", p, err)
+		}
+	}
+	res, _ := os.ReadFile(filepath.Join(art, "gpugate-result.json"))
+	if bytes.Contains(res, []byte("<!--")) || bytes.Contains(res, []byte("### gpugate")) || !bytes.Contains(res, []byte(`"metrics"`)) {
+		t.Errorf("gpugate-result.json is not plain data:\n%.300s", res)
+	}
+	comments, _ := f.gh.Snapshot(5)
+	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, action.Marker("resnet")) || !strings.Contains(comments[0].Body, "xychart-beta") ||
+		comments[0].User.Login != "perf-bot-user" || !strings.Contains(comments[0].Body, "ui.perfetto.dev") {
 		t.Fatalf("comments after the first run: %+v", comments)
 	}
-	if len(gh.Checks) != 1 || gh.Checks[0]["conclusion"] != "failure" {
-		t.Errorf("check runs %v", gh.Checks)
+	if len(f.gh.Checks) != 1 || f.gh.Checks[0]["conclusion"] != "failure" {
+		t.Errorf("check runs %v", f.gh.Checks)
 	}
-	// Second run: the same comment is edited.
-	m, _, _ = env()
-	run(m)
-	if c2, _ := gh.Snapshot(5); len(c2) != 1 || c2[0].ID != comments[0].ID {
-		t.Errorf("second run: %d comments", len(c2))
+	// Second run with the PAT: the same comment is edited.
+	m, _, _ = f.env(t, 5, f.regressCfg, nil)
+	runEnv(m)
+	if c2, _ := f.gh.Snapshot(5); len(c2) != 1 || c2[0].ID != comments[0].ID {
+		t.Errorf("second run with a PAT: %d comments, want comment %d edited", len(c2), comments[0].ID)
+	}
+
+	// The accept label: exit 0, and the comment says what was accepted.
+	m, outFile, _ = f.env(t, 5, f.regressCfg, []string{"gpugate/accept-regression"})
+	if err, _, _ := runEnv(m); err != nil {
+		t.Errorf("accepted regression: %v, want exit 0", err)
+	}
+	if outs, _ := os.ReadFile(outFile); !strings.Contains(string(outs), "accepted") {
+		t.Errorf("accepted: outputs %s", outs)
+	}
+	if c, _ := f.gh.Snapshot(5); !strings.Contains(c[0].Body, "Regression accepted** by the label `gpugate/accept-regression`: `step_time`") {
+		t.Errorf("accepted comment:\n%s", c[0].Body)
+	}
+	// A label of another name accepts nothing.
+	m, _, _ = f.env(t, 5, f.regressCfg, []string{"accept"})
+	if err, _, _ := runEnv(m); exitCode(err) != 1 {
+		t.Errorf("other label: %v, want exit 1", err)
+	}
+
+	// on-regression: a pass makes no comment; a regression does; a later
+	// pass edits the ❌ into a pass.
+	onReg := []string{"GPUGATE_COMMENT", "on-regression"}
+	m, _, _ = f.env(t, 6, f.passCfg, nil, onReg...)
+	if err, _, _ := runEnv(m); err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	if c, _ := f.gh.Snapshot(6); len(c) != 0 {
+		t.Fatalf("on-regression pass made a comment")
+	}
+	m, _, _ = f.env(t, 6, f.regressCfg, nil, onReg...)
+	runEnv(m)
+	c6, _ := f.gh.Snapshot(6)
+	if len(c6) != 1 || !strings.Contains(c6[0].Body, "❌ **regression**") {
+		t.Fatalf("on-regression regression: %+v", c6)
+	}
+	m, _, _ = f.env(t, 6, f.passCfg, nil, onReg...)
+	runEnv(m)
+	if c, _ := f.gh.Snapshot(6); len(c) != 1 || c[0].ID != c6[0].ID || strings.Contains(c[0].Body, "❌ **regression**") || !strings.Contains(c[0].Body, "✅ **pass**") {
+		t.Errorf("on-regression: the pass did not edit the ❌ comment: %+v", c)
 	}
 
 	// A read-only token (a fork PR): no failure for not commenting; the
 	// exit status follows the verdict and the summary says what to do.
-	gh.ReadOnly = true
-	m, _, sumFile = env("GPUGATE_FAIL_ON_REGRESSION", "false")
-	if err := run(m); err != nil {
+	f.gh.ReadOnly = true
+	m, _, sumFile = f.env(t, 5, f.regressCfg, nil, "GPUGATE_FAIL_ON_REGRESSION", "false")
+	if err, _, _ := runEnv(m); err != nil {
 		t.Errorf("read-only token, fail-on-regression false: %v", err)
 	}
 	if sum, _ := os.ReadFile(sumFile); !strings.Contains(string(sum), "No PR comment") || !strings.Contains(string(sum), "workflow_run") {
 		t.Errorf("summary does not explain the missing comment:\n%s", sum)
 	}
-	m, _, _ = env()
-	if code := exitCode(run(m)); code != 1 {
-		t.Errorf("read-only token, regression: exit %d, want 1", code)
+	m, _, _ = f.env(t, 5, f.regressCfg, nil)
+	if err, _, _ := runEnv(m); exitCode(err) != 1 {
+		t.Errorf("read-only token, regression: exit %d, want 1", exitCode(err))
 	}
-	// Comment mode posts a result file (the second, fork-safe workflow).
-	gh.ReadOnly = false
-	res := filepath.Join(m["RUNNER_TEMP"], "gpugate-result.json")
-	m2, _, _ := env("GPUGATE_MODE", "comment", "GPUGATE_RESULT", res)
-	if err := run(m2); err != nil {
-		t.Errorf("comment mode: %v", err)
+	f.gh.ReadOnly = false
+
+	// A repository the token cannot see: a clear failure, not "read-only".
+	m, _, _ = f.env(t, 5, f.passCfg, nil, "GITHUB_REPOSITORY", "acme/typo")
+	err, stdout, _ = runEnv(m)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "404") || !strings.Contains(err.Error(), "GITHUB_REPOSITORY") || !strings.Contains(stdout, "::error title=gpugate%3A no PR comment::") {
+		t.Errorf("wrong repository: exit %d, %v", exitCode(err), err)
 	}
-	for _, bad := range []actionEnv{{"GPUGATE_COMMENT": "sometimes"}, {"GPUGATE_MODE": "deploy"}, {"GPUGATE_FAIL_ON_REGRESSION": "maybe"}} {
-		m, _, _ := env()
+
+	for _, bad := range []actionEnv{{"GPUGATE_COMMENT": "sometimes"}, {"GPUGATE_MODE": "deploy"}, {"GPUGATE_FAIL_ON_REGRESSION": "maybe"},
+		{"GPUGATE_TRACE_SIZE_CAP": "lots"}, {"GPUGATE_PHASE": "later"}} {
+		m, _, _ := f.env(t, 5, f.passCfg, nil)
 		for k, v := range bad {
 			m[k] = v
 		}
-		if err := run(m); err == nil {
+		if err, _, _ := runEnv(m); err == nil {
 			t.Errorf("bad input %v accepted", bad)
 		}
 	}
 }
 
-// A baseline recorded on other hardware is never compared silently: the
-// run fails with exit 2 and lists the fields that differ; a stale baseline
-// is flagged.
-func TestFingerprintMismatchAndStale(t *testing.T) {
-	nw0 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "b.db")
-	var o, e bytes.Buffer
-	// Recorded from a trace made elsewhere: its fingerprint is the V100's.
-	if code := gpugate(context.Background(), []string{"baseline", "record", "-workload", "resnet", "-db", db, nw0}, &o, &e); code != 0 {
-		t.Fatalf("baseline record: exit %d %s", code, e.String())
+// The trace size cap leaves traces out and says so.
+func TestActionTraceCap(t *testing.T) {
+	f := newActionFixture(t)
+	m, _, _ := f.env(t, 5, f.passCfg, nil, "GPUGATE_TRACE_SIZE_CAP", "0.5", "GPUGATE_COMMENT", "never")
+	if err, _, _ := runEnv(m); err != nil {
+		t.Fatal(err)
 	}
-	cfg := fakeJobConfig(t, dir, nw0)
-	o.Reset()
-	e.Reset()
-	code := gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, "run")}, &o, &e)
-	if code != 2 || !strings.Contains(e.String(), "matches this machine's fingerprint") || !strings.Contains(e.String(), `gpu: "Tesla V100-DGXS-32GB" != "none"`) {
-		t.Errorf("mismatch: exit %d, stderr %q", code, e.String())
+	_, art := folders(m.get, "resnet")
+	r, err := readResult(filepath.Join(art, "gpugate-result.json"))
+	if err != nil || r.Omitted != 1 || len(r.Traces) != 0 {
+		t.Errorf("cap 0.5 MB: traces %v omitted %d (%v); want the 2.6 MB trace left out", r.Traces, r.Omitted, err)
 	}
-	// Recorded here, then read with max_age 1ns: flagged as stale.
-	t.Setenv("GPUGATE_BRANCH", "main")
-	gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, "rec"), "-record-baseline"}, &o, &e)
-	os.WriteFile(cfg, append(must(os.ReadFile(cfg)), []byte("baseline:\n  max_age: 1ns\n")...), 0o644)
-	o.Reset()
-	code = gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, "again")}, &o, &e)
-	if code != 0 || !strings.Contains(o.String(), "stale baseline") {
-		t.Errorf("stale: exit %d\n%s", code, o.String())
+	if md, _ := os.ReadFile(filepath.Join(art, "report.md")); !strings.Contains(string(md), "left out") {
+		t.Errorf("report does not say a trace was left out")
 	}
 }
 
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
+// Config errors are annotated at their line and column.
+func TestActionConfigAnnotations(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "perf.yaml")
+	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: train\n    command: python3 train.py\n    measure_step: 10\ngate: [step_tme]\n"), 0o644)
+	m := actionEnv{"GITHUB_WORKSPACE": dir, "GPUGATE_CONFIG": cfg, "RUNNER_TEMP": t.TempDir()}
+	err, stdout, _ := runEnv(m)
+	if err == nil || !strings.Contains(stdout, "::error col=5,file=perf.yaml,line=5,title=gpugate%3A perf.yaml::field measure_step not found") {
+		t.Errorf("config error annotation: %v\n%s", err, stdout)
 	}
-	return b
+	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: train\n    command: python3 train.py\ngate: [step_tme]\n"), 0o644)
+	if _, stdout, _ := runEnv(m); !strings.Contains(stdout, "::error col=8,file=perf.yaml,line=5,title=gpugate%3A perf.yaml::gate: unknown metric \"step_tme\"") {
+		t.Errorf("gate annotation:\n%s", stdout)
+	}
+}
+
+func TestSlugAndCacheKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{{"resnet", "resnet"}, {"bert-large_v2.1", "bert-large_v2.1"}} {
+		if got := slug(c.in); got != c.want {
+			t.Errorf("slug(%q) = %q", c.in, got)
+		}
+	}
+	for _, in := range []string{"../x", "a b", "x</details>", "-->", "", strings.Repeat("a", 100), "a/b"} {
+		s := slug(in)
+		if config.CheckName(s) != nil || s == slug(in+"x") {
+			t.Errorf("slug(%q) = %q: not safe or not distinct", in, s)
+		}
+	}
+	k := cacheKey("resnet", "0123456789abcdef", "42", "2")
+	if k != "gpugate-baseline-v1-resnet-0123456789abcdef-42-2" || !strings.HasPrefix(k, cacheKeyPrefix("resnet", "0123456789abcdef")) {
+		t.Errorf("cacheKey = %q", k)
+	}
+	// Another workload or fingerprint never restores this one's store.
+	if strings.HasPrefix(k, cacheKeyPrefix("res", "0123456789abcdef")) || strings.HasPrefix(k, cacheKeyPrefix("resnet", "0123456789abcdee")) {
+		t.Errorf("prefixes of other workloads or fingerprints match %q", k)
+	}
+	// The store lives outside the workspace, per workload.
+	env := actionEnv{"HOME": "/home/runner", "GITHUB_WORKSPACE": "/home/runner/work/x/x"}
+	cfg, err := config.Parse([]byte("version: 1\nworkloads:\n  - name: resnet\n    command: x\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := store(env.get, inputs{}, cfg, &cfg.Workloads[0]); got != "/home/runner/.cache/gpugate/resnet/baseline.db" {
+		t.Errorf("store = %q", got)
+	}
+	if got := store(env.get, inputs{db: "postgres://h/db"}, cfg, &cfg.Workloads[0]); got != "postgres://h/db" {
+		t.Errorf("store with an input = %q", got)
+	}
+}
+
+// A failed job is annotated with the last lines of its log; a run with no
+// baseline warns; prepare puts the store outside the workspace and names
+// its cache keys.
+func TestActionTroubleAnnotations(t *testing.T) {
+	nw4 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	dir := t.TempDir()
+	fail := filepath.Join(dir, "fail.yaml")
+	os.WriteFile(fail, []byte("version: 1\nworkloads:\n  - name: train\n    command: 'echo loading; echo CUDA out of memory at step 3; exit 3'\n    profiler: torch\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	os.WriteFile(out, nil, 0o644)
+	home := t.TempDir()
+	m := actionEnv{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": out, "RUNNER_TEMP": t.TempDir(), "HOME": home, "GPUGATE_CONFIG": fail, "GPUGATE_PHASE": "run"}
+	err, stdout, _ := runEnv(m)
+	if err == nil || !strings.Contains(stdout, "::error title=gpugate%3A the training job failed::") || !strings.Contains(stdout, "CUDA out of memory at step 3") {
+		t.Errorf("failed job: %v\n%s", err, stdout)
+	}
+	// No baseline in the (new) store: a warning, exit 0.
+	m["GPUGATE_CONFIG"] = fakeJobConfig(t, dir, nw4)
+	err, stdout, _ = runEnv(m)
+	if err != nil || !strings.Contains(stdout, "::warning title=gpugate%3A no baseline::") {
+		t.Errorf("no baseline: %v\n%s", err, stdout)
+	}
+	m["GPUGATE_PHASE"] = "prepare"
+	os.WriteFile(out, nil, 0o644)
+	if err, _, _ := runEnv(m); err != nil {
+		t.Fatal(err)
+	}
+	outs, _ := os.ReadFile(out)
+	for _, want := range []string{"db<<", filepath.Join(home, ".cache", "gpugate", "resnet", "baseline.db"), "cache<<", "true",
+		"cache-key<<", "gpugate-baseline-v1-resnet-", "cache-restore-key<<", "artifact-name<<", "gpugate-resnet", "store-dir<<"} {
+		if !strings.Contains(string(outs), want) {
+			t.Errorf("prepare outputs lack %q:\n%s", want, outs)
+		}
+	}
+	// A postgres:// store is not cached.
+	os.WriteFile(out, nil, 0o644)
+	m["GPUGATE_BASELINE_DB"] = "postgres://db.example/gpugate"
+	runEnv(m)
+	if outs, _ := os.ReadFile(out); !strings.Contains(string(outs), "cache<<") || strings.Contains(string(outs), "cache-key") {
+		t.Errorf("postgres store: %s", outs)
+	}
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/pipeline"
@@ -31,7 +34,8 @@ view names the slowest rank and the spread of step time across ranks.
 
 Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
 -step-pattern. Without step markers the whole profile is one window and a
-warning says so. The JSON form is a stable contract, documented in docs/json.md.
+warning says so. A TRACE of - reads standard input. The JSON form is a stable
+contract, documented in docs/json.md.
 
 Nsight Compute results — .ncu-rep reports (read with the ncu CLI) or the
 CSV pages ncu exports (--page details, --page raw) — give one row per kernel
@@ -42,7 +46,7 @@ limiter ncu's rules name, and the rules' warnings. Values a report lacks
 written by a newer ncu than the installed one is an error naming both
 versions.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
-		format := fs.String("format", "text", "output `format`: text or json")
+		format := formatFlag(fs, "text", "json")
 		a := analysisFlags(fs)
 		ncuPath := fs.String("ncu", "", "`path` of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -137,7 +141,73 @@ func countNCU(paths []string) int {
 // analyzeFiles loads every file (an nsys export can hold several ranks) and
 // analyzes each profile.
 func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo load.Options) ([]*analysis.Result, error) {
-	return pipeline.AnalyzeFiles(ctx, paths, opt, lo)
+	n := 0
+	for _, p := range paths {
+		if p == "-" {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, usagef("standard input (-) given twice")
+	}
+	tmp := ""
+	if n == 1 {
+		var err error
+		if tmp, err = spoolStdin(); err != nil {
+			return nil, err
+		}
+		defer os.Remove(tmp)
+		paths = slices.Clone(paths)
+		paths[slices.Index(paths, "-")] = tmp
+	}
+	results, err := pipeline.AnalyzeFiles(ctx, paths, opt, lo)
+	if tmp == "" {
+		return results, err
+	}
+	if err != nil {
+		return nil, renamePath(err, tmp, "stdin")
+	}
+	for _, r := range results {
+		if r.Profile.Path == tmp {
+			r.Profile.Path = "stdin"
+		}
+	}
+	return results, nil
+}
+
+// stdin is what "-" reads; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// spoolStdin copies standard input to a temporary file: the readers detect
+// the format from the first bytes and the Kineto reader reads its file in
+// parallel pieces, so they need a file, not a stream. The copy streams;
+// memory stays bounded whatever the size.
+func spoolStdin() (string, error) {
+	f, err := os.CreateTemp("", "gpugate-stdin-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, stdin); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("read standard input: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// renamePath replaces the temporary file's name in an error with the name
+// the user gave.
+func renamePath(err error, tmp, name string) error {
+	if se, ok := errors.AsType[*trace.SyntaxError](err); ok && se.File == tmp {
+		c := *se
+		c.File = name
+		return fmt.Errorf("read trace %w", &c)
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), tmp, name))
 }
 
 // prefixPath makes sure an error names the file exactly once.

@@ -203,9 +203,13 @@ func TestCompareResNet(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "data-loader-bound") {
 		t.Errorf("compare analyze JSON: exit %d (%s)\n%s", code, errOut, out)
 	}
-	// A wider allowance lets the same change through.
-	if code, _, _ := run(t, "compare", "-allowance", "step_time=60%", w4, a); code != 0 {
-		t.Errorf("-allowance step_time=60%%: exit %d, want 0", code)
+	// A wider allowance lets the same change through; CPU wait gates too
+	// (17 -> 75 ms per step), so it needs one as well.
+	if code, out, _ := run(t, "compare", "-allowance", "step_time=60%", w4, a); code != 1 || !strings.Contains(out, "*cpu_wait") {
+		t.Errorf("-allowance step_time=60%%: exit %d, want 1 for the gating cpu_wait\n%s", code, out)
+	}
+	if code, _, _ := run(t, "compare", "-allowance", "step_time=60%", "-allowance", "cpu_wait=400%", w4, a); code != 0 {
+		t.Errorf("-allowance step_time=60%% -allowance cpu_wait=400%%: exit %d, want 0", code)
 	}
 	// Two baseline runs 17% apart: steps are still the samples, the pooled
 	// baseline straddles the allowance, and the report says what would

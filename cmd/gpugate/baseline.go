@@ -83,6 +83,9 @@ compared with.`,
 			if err != nil {
 				return err
 			}
+			if err := checkRunnable(c); err != nil {
+				return err
+			}
 			w, err := c.Workload(*workload)
 			if err != nil {
 				return err
@@ -182,7 +185,7 @@ var baselineListCmd = &command{
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		workload := fs.String("workload", "", "only this workload")
-		format := fs.String("format", "text", "output `format`: text or json")
+		format := formatFlag(fs, "text", "json")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
 			if err != nil {

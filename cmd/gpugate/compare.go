@@ -58,7 +58,7 @@ why.
 
 ` + exitStatusHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
-		format := fs.String("format", "text", "output `format`: text, markdown or json")
+		format := formatFlag(fs, "text", "markdown", "json")
 		var allowances, bases, heads listFlag
 		fs.Var(&allowances, "allowance", "override a metric's allowance, as `metric=15%` (repeatable)")
 		fs.Var(&bases, "base", "baseline trace or analyze JSON `file` (repeatable)")

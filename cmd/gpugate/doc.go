@@ -25,6 +25,7 @@ Commands:
 	run                profile a training job and gate it against the stored baseline
 	version            print gpugate's version
 
+Flags may come before or after the arguments; -- ends the flags.
 Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
 Run 'gpugate help <command>' for details.
 
@@ -77,17 +78,31 @@ Run 'gpugate help <command>' for details.
 	(composite steps get no INPUT_* on the real runner): GPUGATE_CONFIG,
 	GPUGATE_WORKLOAD, GPUGATE_BASELINE_DB, GPUGATE_BASE_BRANCH, GPUGATE_MODE (pr,
 	refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_COMMENT (always,
-	on-regression, never), GPUGATE_CHECK_RUN and GPUGATE_GITHUB_TOKEN.
+	on-regression, never), GPUGATE_CHECK_RUN, GPUGATE_ACCEPT_LABEL,
+	GPUGATE_BOT_LOGIN, GPUGATE_TRACE_SIZE_CAP (MB), GPUGATE_CACHE, GPUGATE_RESULT
+	and GPUGATE_GITHUB_TOKEN. GPUGATE_PHASE picks one step of action.yml:
+	prepare (resolve the baseline store outside the workspace and its
+	actions/cache key), run (profile, compare, write the evidence), post
+	(comment, check run, exit status); empty does run and post at once.
 
 	In pr mode it runs the workload and compares it with the baseline as gpugate
-	run does, writes the full report to the job summary and to a file (output
-	report-path), sets the outputs verdict, step-time-delta and regressions,
-	annotates regressions, and posts one pull request comment per workload that
-	later runs edit. A read-only token (a pull request from a fork) does not
-	fail the job: the summary says how to post comments with the two-workflow
-	pattern, and gpugate-result.json (output result-path) carries the report and
-	the PR number for it. In comment mode it posts such a result
-	(GPUGATE_RESULT). In refresh mode it records baseline runs.
+	run does, opening the store read-only (the PR's code is not trusted to write
+	baselines), writes the report to the job summary, gathers the evidence
+	(traces, compressed and capped; the report as Markdown and JSON; the job's
+	log; gpugate-result.json, the comparison as data) into one folder per
+	workload (output artifacts-path) for actions/upload-artifact, annotates
+	config errors at their line, job failures with the log's last lines,
+	regressions, and missing, stale or mismatched baselines, and posts one pull
+	request comment per workload that later runs edit. A pull request label
+	(accept-label) turns a regression into "accepted". A read-only token (a
+	pull request from a fork) does not fail the job: the summary says how to
+	post comments with the two-workflow pattern.
+
+	In comment mode (the privileged workflow_run job of that pattern) it reads
+	gpugate-result.json from the untrusted run's artifact as data, finds the pull
+	request itself from the workflow_run event (head repository and head SHA),
+	refuses an artifact that disagrees with it, re-renders the comment with
+	every name escaped and posts it. In refresh mode it records baseline runs.
 
 # analyze
 
@@ -105,7 +120,8 @@ Run 'gpugate help <command>' for details.
 
 	Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
 	-step-pattern. Without step markers the whole profile is one window and a
-	warning says so. The JSON form is a stable contract, documented in docs/json.md.
+	warning says so. A TRACE of - reads standard input. The JSON form is a stable
+	contract, documented in docs/json.md.
 
 	Nsight Compute results — .ncu-rep reports (read with the ncu CLI) or the
 	CSV pages ncu exports (--page details, --page raw) — give one row per kernel
@@ -122,7 +138,7 @@ Run 'gpugate help <command>' for details.
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
-	    	output format: text or json (default "text")
+	    	output format: text or json (default text)
 	  -ncu path
 	    	path of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)
 	  -nsys path
@@ -200,7 +216,7 @@ Run 'gpugate help <command>' for details.
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 	  -format format
-	    	output format: text or json (default "text")
+	    	output format: text or json (default text)
 	  -workload string
 	    	only this workload
 
@@ -344,7 +360,7 @@ Run 'gpugate help <command>' for details.
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
-	    	output format: text, markdown or json (default "text")
+	    	output format: text, markdown or json (default text)
 	  -head file
 	    	candidate trace or analyze JSON file (repeatable)
 	  -nsys path
@@ -388,7 +404,7 @@ Run 'gpugate help <command>' for details.
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
 	  -format format
-	    	output format: text, markdown or json (default "text")
+	    	output format: text, markdown or json (default text)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -out folder

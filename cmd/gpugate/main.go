@@ -136,7 +136,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpugate "+cmd.name(), flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
-	if err := fs.Parse(rest); err != nil {
+	if err := fs.Parse(interleave(fs, rest)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(stdout, cmd, fs)
 			return exitOK
@@ -209,7 +209,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 	for _, c := range cs {
 		fmt.Fprintf(stdout, "\t%-18s %s\n", c.name(), c.short)
 	}
-	fmt.Fprint(stdout, "\n"+exitStatusHelp+"\nRun 'gpugate help <command>' for details.\n")
+	fmt.Fprint(stdout, "\nFlags may come before or after the arguments; -- ends the flags.\n"+exitStatusHelp+"\nRun 'gpugate help <command>' for details.\n")
 	return exitOK
 }
 
@@ -225,17 +225,122 @@ func printHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	}
 }
 
-// Version is set at build time with -ldflags "-X main.Version=v1.2.3".
+// interleave moves the flags of args in front of the other arguments, so
+// that flags may follow file arguments (gpugate analyze t.json -format json)
+// as they may in most tools; the standard flag package stops at the first
+// argument that is not a flag. "--" ends the flags: everything after it is
+// an argument. "-" alone is an argument (standard input). A flag that takes
+// a value takes the next argument with it unless written -name=value;
+// boolean flags never take the next argument. Unknown flags stay in place
+// for fs.Parse to report.
+func interleave(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	return append(append(flags, "--"), rest...)
+}
+
+// formatValue is a -format flag that accepts only the formats its command
+// writes, so that a typo is an error (exit 2) on every command instead of
+// a silent fallback to text.
+type formatValue struct {
+	v       string
+	allowed []string
+}
+
+func (f *formatValue) String() string { return f.v }
+func (f *formatValue) Set(v string) error {
+	for _, a := range f.allowed {
+		if v == a {
+			f.v = v
+			return nil
+		}
+	}
+	return fmt.Errorf("want %s, not %q", orList(f.allowed), v)
+}
+
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// formatFlag defines -format with the allowed values, the first being the
+// default.
+func formatFlag(fs *flag.FlagSet, allowed ...string) *string {
+	f := &formatValue{v: allowed[0], allowed: allowed}
+	fs.Var(f, "format", "output `format`: "+orList(allowed))
+	return &f.v
+}
+
+// Version is set at build time by scripts/release.sh with
+// -ldflags "-X main.Version=v1.2.3"; it wins over the build information.
 var Version = ""
 
+// version is the release this binary was built from: the -ldflags value,
+// else the main module's version that the go command records — the
+// version given to go install …@v0.x.y, or, since Go 1.24, the tag of a
+// clean checkout that go build or go install ./cmd/gpugate ran in (a
+// pseudo-version with +dirty for modified trees) — else "devel" with the
+// commit when the build recorded one.
 func version() string {
 	if Version != "" {
 		return Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	return buildVersion(bi)
+}
+
+func buildVersion(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	v := "devel " + short(rev)
+	if modified == "true" {
+		v += "+dirty"
+	}
+	return v
 }
 
 var versionCmd = &command{

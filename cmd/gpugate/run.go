@@ -35,6 +35,9 @@ defaults and prints the workloads as gpugate will run them.`,
 			if err != nil {
 				return err
 			}
+			if err := checkRunnable(c); err != nil {
+				return err
+			}
 			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", args[0], len(c.Workloads), baseline.Mask(c.Baseline.DB), c.Baseline.Branch, c.Baseline.Runs)
 			for _, w := range c.Workloads {
 				fmt.Fprintf(stdout, "  %s: %s (profiler %s, warmup %d, measure %d steps, repeat %d, timeout %s)\n",
@@ -67,7 +70,7 @@ baseline of the current branch instead.
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
-		format := fs.String("format", "text", "output `format`: text, markdown or json")
+		format := formatFlag(fs, "text", "markdown", "json")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
 		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
@@ -83,6 +86,9 @@ baseline of the current branch instead.
 			}
 			c, err := config.Load(*cfgPath)
 			if err != nil {
+				return err
+			}
+			if err := checkRunnable(c); err != nil {
 				return err
 			}
 			w, err := c.Workload(*workload)
@@ -101,6 +107,9 @@ baseline of the current branch instead.
 type runOptions struct {
 	out, db, nsys string
 	record        bool
+	// readOnly: the store serves the comparison and is not written (runs
+	// of untrusted code: a pull request's).
+	readOnly bool
 }
 
 // outcome is what a run of a workload produced.
@@ -149,7 +158,7 @@ func gitInfo(ctx context.Context, dir string) (branch, commit string) {
 // version.
 func pipelineOptions(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) pipeline.Options {
 	branch, commit := gitInfo(ctx, filepath.Dir(c.File))
-	return pipeline.Options{Config: c, Workload: w, Out: o.out, DB: o.db, Record: o.record, Nsys: o.nsys,
+	return pipeline.Options{Config: c, Workload: w, Out: o.out, DB: o.db, Record: o.record, ReadOnly: o.readOnly, Nsys: o.nsys,
 		Branch: branch, Commit: commit, Version: version(), Stdout: stdout, Log: stderr}
 }
 

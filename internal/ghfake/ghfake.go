@@ -1,9 +1,12 @@
 // Package ghfake is a stateful stand-in for the part of GitHub's REST API
-// gpugate uses: issue comments (list with pagination, create, edit) and
-// check runs. It can answer with a read-only token's 403, rate limits (403 or
-// 429 with Retry-After) and server errors, and it records every request.
-// Tests use it in-process; the act end-to-end test points GITHUB_API_URL at
-// it.
+// gpugate uses: the authenticated user, issue comments (list with
+// pagination, create, edit), pull requests (list with a head filter, list
+// by commit) and check runs. It answers for one repository (404 for any
+// other, as GitHub does for a repository the token cannot see), with a
+// read-only token's 403, GITHUB_TOKEN's 403 on /user, rate limits (403 or
+// 429 with Retry-After, a secondary limit with no header at all) and server
+// errors, and it records every request. Tests use it in-process; the act
+// end-to-end test points GITHUB_API_URL at it.
 package ghfake
 
 import (
@@ -26,6 +29,31 @@ type Comment struct {
 		Type  string `json:"type"`
 	} `json:"user"`
 	CreatedAt string `json:"created_at"`
+	HTMLURL   string `json:"html_url"`
+}
+
+// PR is a stored pull request.
+type PR struct {
+	Number int    `json:"number"`
+	State  string `json:"state"`
+	Head   Ref    `json:"head"`
+	Base   Ref    `json:"base"`
+	Labels []struct {
+		Name string `json:"name"`
+	} `json:"labels"`
+}
+
+// Ref is a pull request's head or base.
+type Ref struct {
+	SHA  string `json:"sha"`
+	Ref  string `json:"ref"`
+	Repo struct {
+		FullName string `json:"full_name"`
+		Fork     bool   `json:"fork"`
+		Owner    struct {
+			Login string `json:"login"`
+		} `json:"owner"`
+	} `json:"repo"`
 }
 
 // Server is the stand-in.
@@ -34,21 +62,34 @@ type Server struct {
 	mu       sync.Mutex
 	next     int64
 	Comments map[int][]*Comment // by PR number
+	PRs      []*PR
 	Checks   []map[string]any
 	Requests []string // "METHOD path?query"
 	PerPage  int      // page size it serves at most (to exercise pagination)
+	// Repo is the only repository it knows, "owner/name"; "" knows all.
+	Repo string
+	// Login is the token's identity: a PAT's user answers GET /user with
+	// it and writes comments as it ("User"). Empty means GITHUB_TOKEN: GET
+	// /user is 403 and comments are written by github-actions[bot].
+	Login string
 
 	// Failure injection: each counter makes that many next requests fail.
 	ReadOnly bool // every write answers 403 "Resource not accessible by integration"
 	Fail500  int
 	Limit429 int // with Retry-After: 1
 	Limit403 int // with X-RateLimit-Remaining: 0 and a reset in 1 s
+	// Secondary answers 403 "You have exceeded a secondary rate limit" with
+	// no Retry-After and no X-RateLimit-* headers.
+	Secondary int
 }
 
 // New starts a stand-in on 127.0.0.1.
 func New() *Server {
 	s := &Server{Comments: map[int][]*Comment{}, next: 100, PerPage: 30}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /user", s.user)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.pulls)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{sha}/pulls", s.commitPulls)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{n}/comments", s.list)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{n}/comments", s.create)
 	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.edit)
@@ -68,6 +109,7 @@ func (s *Server) add(pr int, body, login, typ string) *Comment {
 	s.next++
 	c := &Comment{ID: s.next, Body: body, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
 	c.User.Login, c.User.Type = login, typ
+	c.HTMLURL = fmt.Sprintf("https://github.example/%s/pull/%d#issuecomment-%d", s.Repo, pr, c.ID)
 	s.Comments[pr] = append(s.Comments[pr], c)
 	return c
 }
@@ -94,6 +136,15 @@ func (s *Server) wrap(h http.Handler) http.Handler {
 			w.Header().Set("X-RateLimit-Remaining", "0")
 			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10))
 			http.Error(w, `{"message":"API rate limit exceeded","documentation_url":"https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}`, http.StatusForbidden)
+			return
+		case s.Secondary > 0:
+			s.Secondary--
+			s.mu.Unlock()
+			http.Error(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`, http.StatusForbidden)
+			return
+		case s.Repo != "" && strings.HasPrefix(r.URL.Path, "/repos/") && !strings.HasPrefix(r.URL.Path, "/repos/"+s.Repo+"/"):
+			s.mu.Unlock()
+			reply(w, http.StatusNotFound, map[string]string{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
 			return
 		case s.ReadOnly && r.Method != http.MethodGet:
 			s.mu.Unlock()
@@ -138,6 +189,67 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, all[lo:hi])
 }
 
+func (s *Server) user(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	login := s.Login
+	s.mu.Unlock()
+	if login == "" {
+		reply(w, http.StatusForbidden, map[string]string{"message": "Resource not accessible by integration", "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user"})
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{"login": login, "type": "User", "id": 1})
+}
+
+// AddPR stores an open pull request.
+func (s *Server) AddPR(number int, headRepo, headRef, headSHA string, labels ...string) *PR {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := &PR{Number: number, State: "open"}
+	p.Head.SHA, p.Head.Ref, p.Head.Repo.FullName = headSHA, headRef, headRepo
+	p.Head.Repo.Owner.Login, _, _ = strings.Cut(headRepo, "/")
+	p.Head.Repo.Fork = s.Repo != "" && headRepo != s.Repo
+	p.Base.Ref = "main"
+	for _, l := range labels {
+		p.Labels = append(p.Labels, struct {
+			Name string `json:"name"`
+		}{l})
+	}
+	s.PRs = append(s.PRs, p)
+	return p
+}
+
+// pulls lists open pull requests; head=owner:branch filters them, as
+// GitHub's does.
+func (s *Server) pulls(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	state, head := r.URL.Query().Get("state"), r.URL.Query().Get("head")
+	out := []*PR{}
+	for _, p := range s.PRs {
+		if (state == "" || state == "open") && p.State != "open" {
+			continue
+		}
+		if head != "" && head != p.Head.Repo.Owner.Login+":"+p.Head.Ref {
+			continue
+		}
+		out = append(out, p)
+	}
+	reply(w, http.StatusOK, out)
+}
+
+// commitPulls lists the pull requests whose head is the commit.
+func (s *Server) commitPulls(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []*PR{}
+	for _, p := range s.PRs {
+		if p.Head.SHA == r.PathValue("sha") {
+			out = append(out, p)
+		}
+	}
+	reply(w, http.StatusOK, out)
+}
+
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var in struct{ Body string }
 	json.NewDecoder(r.Body).Decode(&in)
@@ -147,7 +259,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	n, _ := strconv.Atoi(r.PathValue("n"))
 	s.mu.Lock()
-	c := s.add(n, in.Body, "github-actions[bot]", "Bot")
+	login, typ := "github-actions[bot]", "Bot"
+	if s.Login != "" {
+		login, typ = s.Login, "User"
+	}
+	c := s.add(n, in.Body, login, typ)
 	s.mu.Unlock()
 	reply(w, http.StatusCreated, c)
 }
