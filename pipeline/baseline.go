@@ -360,7 +360,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	if q.MergeBase != "" && sel.Note == "" {
 		at = ", at or before merge-base " + Short(q.MergeBase)
 	}
-	desc := fmt.Sprintf("%s@%s, %d run(s)%s, newest %s", c.Baseline.Branch, strings.Join(sel.Commits, ","), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
+	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
 }
@@ -380,6 +380,20 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 		oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)
 	}
 	return oc
+}
+
+// commitList is "@c1,c2" for the known commits, "" when none is known.
+func commitList(commits []string) string {
+	var known []string
+	for _, c := range commits {
+		if c != "" {
+			known = append(known, c)
+		}
+	}
+	if len(known) == 0 {
+		return ""
+	}
+	return "@" + strings.Join(known, ",")
 }
 
 func exists(path string) bool {

@@ -27,6 +27,8 @@ fi
 go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
+# -timeout 60m: the end-to-end scripts of cmd/gpugate run real training
+# jobs one after another (see script_test.go), beyond go test's default 10m.
 go test -p 1 -count=1 -timeout 60m ./...
 # The demo through gpugate under PyTorch 2.6 as well.
 bash scripts/e2e-torch2.sh

@@ -294,7 +294,8 @@ run's), and says how many runs of other fingerprints it left out.`,
 				lo, hi = min(lo, p.Median), max(hi, p.Median)
 			}
 			cp := stats.ChangePoint(xs, 0.01, 999)
-			fmt.Fprintf(stdout, "%s of %s on %s, fingerprint %s, per-run median (%s), %d runs\n", m.Name, escape.Terminal(*workload), escape.Terminal(*branch), escape.Terminal(fp), m.Unit, len(pts))
+			fmt.Fprintf(stdout, "%s of %s on %s, per-run median (%s), %d runs\n", m.Name, escape.Terminal(*workload), escape.Terminal(*branch), m.Unit, len(pts))
+			fmt.Fprintf(stdout, "fingerprint %s: one machine's history\n", escape.Terminal(fp))
 			if others > 0 {
 				fmt.Fprintf(stdout, "(%d baseline run(s) of other fingerprints left out: -fingerprint picks another machine's history; baseline list shows them)\n", others)
 			}
