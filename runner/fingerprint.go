@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,7 +39,8 @@ func (f Fingerprint) Hash() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Diff lists the fields that differ, as "field: a != b".
+// Diff lists the fields that differ, as "field: a != b", in the order of
+// the struct's fields (a mismatch message reads the same every time).
 func (f Fingerprint) Diff(g Fingerprint) []string {
 	var a, b map[string]any
 	ja, _ := json.Marshal(f)
@@ -46,14 +48,13 @@ func (f Fingerprint) Diff(g Fingerprint) []string {
 	json.Unmarshal(ja, &a)
 	json.Unmarshal(jb, &b)
 	var out []string
-	for k, v := range a {
-		if w := b[k]; v != w {
+	t := reflect.TypeFor[Fingerprint]()
+	for i := range t.NumField() {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		v, inA := a[k]
+		w, inB := b[k]
+		if (inA || inB) && v != w {
 			out = append(out, k+": "+toString(v)+" != "+toString(w))
-		}
-	}
-	for k, w := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, k+": (none) != "+toString(w))
 		}
 	}
 	return out

@@ -53,3 +53,16 @@ func TestFingerprintSlowTorchImport(t *testing.T) {
 		t.Errorf("fingerprint with a slow torch import: torch %q, cuda %q, python %q", f.Torch, f.CUDA, f.Python)
 	}
 }
+
+// A mismatch message lists the fields in the struct's order, every time.
+func TestFingerprintDiffOrder(t *testing.T) {
+	a := Fingerprint{GPU: "A100", GPUCount: 8, Driver: "1", CUDA: "12.1", Torch: "2.1", Python: "3.11", Profiler: "torch", OS: "linux"}
+	b := Fingerprint{GPU: "V100", GPUCount: 2, Driver: "2", CUDA: "11.8", Torch: "2.0", Python: "3.10", Profiler: "nsys", OS: "linux", Nsys: "2024.1"}
+	want := []string{`gpu: "A100" != "V100"`, "gpu_count: 8 != 2", `driver: "1" != "2"`, `cuda: "12.1" != "11.8"`,
+		`torch: "2.1" != "2.0"`, `python: "3.11" != "3.10"`, `nsys: (none) != "2024.1"`, `profiler: "torch" != "nsys"`}
+	for range 20 {
+		if got := a.Diff(b); !slices.Equal(got, want) {
+			t.Fatalf("Diff = %q, want %q", got, want)
+		}
+	}
+}
