@@ -267,3 +267,23 @@ func StripAPIVersion(name string) string {
 	}
 	return name[:i-2]
 }
+
+// LimitError reports input that passes one of a reader's limits on size
+// (decompressed bytes, string length, event count). It names the limit, the
+// CLI flag and the load.Options field that raise it.
+type LimitError struct {
+	File  string
+	Pos   string // where the limit was passed, e.g. "offset 1834"; may be empty
+	What  string // e.g. "string length (bytes)"
+	Limit int64
+	Flag  string // CLI flag without the dash, e.g. "max-string"
+	Field string // e.g. "load.Options.MaxString"
+}
+
+func (e *LimitError) Error() string {
+	at := e.File
+	if e.Pos != "" {
+		at += ":" + e.Pos
+	}
+	return fmt.Sprintf("%s: %s exceeds the limit of %d; raise it with -%s (%s) if the trace is genuine", at, e.What, e.Limit, e.Flag, e.Field)
+}
