@@ -272,6 +272,19 @@ func hex4(b []byte) (rune, bool) {
 // skipString consumes a JSON string without keeping it.
 func (s *scanner) skipString() error {
 	s.pos++ // the opening quote, checked by the caller
+	// Most skipped strings are short member names and values: look at
+	// the first bytes one by one before paying for two IndexByte calls.
+	if buf := s.buf[:s.end]; s.pos+24 <= len(buf) {
+		for i, c := range buf[s.pos : s.pos+24] {
+			if c == '"' {
+				s.pos += i + 1
+				return nil
+			}
+			if c == '\\' {
+				break
+			}
+		}
+	}
 	for {
 		rest := s.buf[s.pos:s.end]
 		q := bytes.IndexByte(rest, '"')
