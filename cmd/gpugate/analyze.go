@@ -13,6 +13,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace"
+	"github.com/gpugate/gpugate/trace/kineto"
 	"github.com/gpugate/gpugate/trace/load"
 )
 
@@ -31,8 +32,13 @@ Several files are the ranks of one job: each is analyzed, and a cross-rank
 view names the slowest rank and the spread of step time across ranks.
 
 Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
--step-pattern. Without step markers the whole profile is one window and a
-warning says so. The JSON form is a stable contract, documented in docs/json.md.`,
+-step-pattern. Without step markers they are inferred from optimizer-step
+ranges, FSDP root forwards or the period of the GPU op sequence, and a
+warning says how (docs/steps.md); when nothing repeats the whole profile is
+one window and a warning says so. A Kineto trace larger than
+-max-trace-bytes, with more than -max-events events or with a name longer
+than -max-string is refused with an error naming the limit. The JSON form
+is a stable contract, documented in docs/json.md.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		format := fs.String("format", "text", "output `format`: text or json")
 		a := analysisFlags(fs)
@@ -64,19 +70,28 @@ warning says so. The JSON form is a stable contract, documented in docs/json.md.
 type analysisFlagSet struct {
 	step, data, comm *string
 	nsys             *string
+	maxBytes         *int64
+	maxString        *int
+	maxEvents        *int
 }
 
 func analysisFlags(fs *flag.FlagSet) *analysisFlagSet {
 	return &analysisFlagSet{
-		step: fs.String("step-pattern", analysis.DefaultStepPattern.String(), "regular expression `RE` naming the host ranges that are training steps"),
-		data: fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
-		comm: fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
-		nsys: fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
+		step:      fs.String("step-pattern", analysis.DefaultStepPattern.String(), "regular expression `RE` naming the host ranges that are training steps"),
+		data:      fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
+		comm:      fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
+		nsys:      fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
+		maxBytes:  fs.Int64("max-trace-bytes", kineto.DefaultMaxBytes, "refuse a Kineto trace larger than `N` bytes after decompression"),
+		maxString: fs.Int("max-string", kineto.DefaultMaxString, "refuse a Kineto trace holding a name longer than `N` bytes"),
+		maxEvents: fs.Int("max-events", kineto.DefaultMaxEvents, "refuse a Kineto trace with more than `N` events"),
 	}
 }
 
 func (a *analysisFlagSet) options() (analysis.Options, error) {
 	var opt analysis.Options
+	if *a.maxBytes <= 0 || *a.maxString <= 0 || *a.maxEvents <= 0 {
+		return opt, usagef("-max-trace-bytes, -max-string and -max-events must be positive")
+	}
 	for _, f := range []struct {
 		name string
 		src  *string
@@ -91,7 +106,9 @@ func (a *analysisFlagSet) options() (analysis.Options, error) {
 	return opt, nil
 }
 
-func (a *analysisFlagSet) loadOptions() load.Options { return load.Options{Nsys: nsysFlag(*a.nsys)} }
+func (a *analysisFlagSet) loadOptions() load.Options {
+	return load.Options{Nsys: nsysFlag(*a.nsys), MaxBytes: *a.maxBytes, MaxString: *a.maxString, MaxEvents: *a.maxEvents}
+}
 
 // nsysFlag resolves an -nsys flag: the flag, else $GPUGATE_NSYS (read at
 // run time, so that help and doc.go do not depend on the environment).
