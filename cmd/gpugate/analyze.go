@@ -147,7 +147,8 @@ func analyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo 
 
 // prefixPath makes sure an error names the file exactly once.
 func prefixPath(err error, path string) error {
-	if _, ok := err.(*trace.SyntaxError); ok {
+	switch err.(type) {
+	case *trace.SyntaxError, *trace.LimitError:
 		return err
 	}
 	if os.IsNotExist(err) {

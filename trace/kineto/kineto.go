@@ -287,7 +287,10 @@ func (p *parser) event() error {
 		}
 		switch k {
 		case 0: // ph
-			if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
+			if q := s.pos + 1; q+2 < s.end && s.buf[s.pos] == ' ' && s.buf[q] == '"' && s.buf[q+1] != '\\' && s.buf[q+2] == '"' {
+				e.ph = s.buf[q+1] // "ph": "X", the common case
+				s.pos = q + 3
+			} else if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
 			if err == nil && e.ph != 'X' {
