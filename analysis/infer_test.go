@@ -185,3 +185,72 @@ func TestInferStepsNsysH100(t *testing.T) {
 		}
 	}
 }
+
+// TestInferHandMade checks the FSDP and kernel-period methods on profiles
+// built by hand, with the boundaries worked out on paper.
+func TestInferHandMade(t *testing.T) {
+	t.Run("fsdp", func(t *testing.T) {
+		p := trace.New("fsdp", trace.FormatKineto)
+		fwd := p.Names.InternString("FSDP::root_pre_forward")
+		op := p.Names.InternString("aten::mm")
+		for _, s := range []int64{100, 1100, 2100, 3100} {
+			p.Ranges = append(p.Ranges, trace.Range{Start: s, End: s + 10, Thread: 1, Name: fwd},
+				trace.Range{Start: s + 20, End: s + 900, Thread: 1, Name: op})
+		}
+		p.Sort()
+		r := Analyze(p, Options{})
+		want := [][2]int64{{100, 1100}, {1100, 2100}, {2100, 3100}, {3100, 4000}}
+		if r.StepMethod != StepsFSDP || len(r.Steps) != len(want) {
+			t.Fatalf("%s with %d steps, want %s with %d", r.StepMethod, len(r.Steps), StepsFSDP, len(want))
+		}
+		for i, w := range want {
+			if s := r.Steps[i]; s.HostStart != w[0] || s.HostEnd != w[1] {
+				t.Errorf("step %d: host [%d, %d), want [%d, %d)", i, s.HostStart, s.HostEnd, w[0], w[1])
+			}
+		}
+	})
+	t.Run("period", func(t *testing.T) {
+		// Four iterations of kernels A B C D, launched 10 ns apart by
+		// 2 ns calls, iterations 100 ns apart: the longest launch gap is
+		// before A, so A starts each step.
+		p := trace.New("period", trace.FormatKineto)
+		launch := p.Names.InternString("cudaLaunchKernel")
+		names := []trace.Name{p.Names.InternString("A"), p.Names.InternString("B"), p.Names.InternString("C"), p.Names.InternString("D")}
+		corr := int64(0)
+		for it := range int64(4) {
+			for k, n := range names {
+				t0 := 1000 + 100*it + 10*int64(k)
+				corr++
+				p.API = append(p.API, trace.APICall{Start: t0, End: t0 + 2, Corr: corr, Thread: 1, Name: launch})
+				p.GPU = append(p.GPU, trace.GPUOp{Start: t0 + 5, End: t0 + 8, Corr: corr, Name: n, Kind: trace.Kernel})
+			}
+		}
+		p.Sort()
+		r := Analyze(p, Options{})
+		// Step i's host window starts at the end of the previous iteration's
+		// last launch (1000+100i-100+30+2), the first at the profile start.
+		want := [][2]int64{{1000, 1032}, {1032, 1132}, {1132, 1232}, {1232, 1332}}
+		if r.StepMethod != StepsKernelPeriod || len(r.Steps) != len(want) {
+			t.Fatalf("%s with %d steps, want %s with %d", r.StepMethod, len(r.Steps), StepsKernelPeriod, len(want))
+		}
+		for i, w := range want {
+			if s := r.Steps[i]; s.HostStart != w[0] || s.HostEnd != w[1] || s.Kernels != 4 {
+				t.Errorf("step %d: host [%d, %d) with %d kernels, want [%d, %d) with 4", i, s.HostStart, s.HostEnd, s.Kernels, w[0], w[1])
+			}
+		}
+		if r.StepConfidence < 0.89 {
+			t.Errorf("confidence %.2f for an exact period, want 0.9", r.StepConfidence)
+		}
+	})
+	t.Run("nothing repeats", func(t *testing.T) {
+		p := trace.New("once", trace.FormatKineto)
+		for i := range int64(8) {
+			p.GPU = append(p.GPU, trace.GPUOp{Start: 10 * i, End: 10*i + 5, Name: p.Names.InternString(string(rune('a' + i))), Kind: trace.Kernel})
+		}
+		p.Sort()
+		r := Analyze(p, Options{})
+		if !r.WholeProfile || r.StepMethod != StepsWhole || r.StepConfidence != 0 {
+			t.Errorf("whole %v, method %s, confidence %v; want the whole profile", r.WholeProfile, r.StepMethod, r.StepConfidence)
+		}
+	})
+}
