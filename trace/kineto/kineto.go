@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/gpugate/gpugate/trace"
 )
@@ -761,7 +762,12 @@ func (p *parser) intValue() (int64, error) {
 
 func (p *parser) finish() {
 	pr := p.p
-	pr.GPU, pr.API, pr.Ranges = p.gpu.flat(), p.api.flat(), p.rng.flat()
+	// The three copies are independent: make them on all cores.
+	var wg sync.WaitGroup
+	wg.Go(func() { pr.GPU = p.gpu.flat() })
+	wg.Go(func() { pr.API = p.api.flat() })
+	pr.Ranges = p.rng.flat()
+	wg.Wait()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
 	}
