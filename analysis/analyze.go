@@ -142,6 +142,14 @@ type Result struct {
 	// profile is reported as one window.
 	WholeProfile bool
 	Steps        []Step
+	// StepMethod says how the steps were found: StepsMarked (ranges
+	// matching the step pattern), StepsOptimizer, StepsFSDP or
+	// StepsKernelPeriod (inferred, see infer.go), or StepsWhole.
+	StepMethod string
+	// StepConfidence is 1 for marked steps; for inferred ones it is the
+	// method's trust times the regularity of the steps (see infer.go); 0
+	// for the whole profile.
+	StepConfidence float64
 
 	// Span of every event in the profile, and its totals.
 	Start, End  int64
@@ -190,6 +198,18 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 
 	r.stepRE = opt.StepPattern
 	hosts, thread := findSteps(p, opt.StepPattern)
+	r.StepMethod, r.StepConfidence = StepsMarked, 1
+	linked := false
+	var inf inferred
+	if len(hosts) == 0 {
+		r.link()
+		linked = true
+		inf = r.inferSteps()
+		hosts, thread, r.StepMethod = inf.hosts, inf.thread, inf.method
+		if len(hosts) > 0 {
+			r.warnf("no step markers matching %q: %d steps inferred from %s; pass --step-pattern to name the iteration ranges", opt.StepPattern.String(), len(hosts), inf.note)
+		}
+	}
 	r.stepThread = thread
 	if opt.FirstStep > 0 && len(hosts) > 0 {
 		hosts = hosts[min(opt.FirstStep, len(hosts)-1):]
@@ -199,6 +219,7 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	}
 	if len(hosts) == 0 {
 		r.WholeProfile = true
+		r.StepMethod, r.StepConfidence = StepsWhole, 0
 		r.warnf("no step markers matching %q: the whole profile is reported as one window; pass --step-pattern to name the iteration ranges", opt.StepPattern.String())
 		hosts = []hostStep{{name: "(whole profile)", lo: r.Start, hi: r.End}}
 	}
@@ -217,7 +238,9 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		r.keep[0], r.keep[1] = trimBounds(len(r.Steps))
 	}
 
-	r.link()
+	if !linked {
+		r.link()
+	}
 	opStep := r.windows()
 	windows := make([]span, len(r.Steps))
 	for i := range r.Steps {
@@ -233,6 +256,9 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		for i, d := range perWindow(data, windows) {
 			r.Steps[i].DataWait = d
 		}
+	}
+	if !r.WholeProfile && r.StepMethod != StepsMarked {
+		r.StepConfidence = r.stepConfidence(inf.trust)
 	}
 	r.trim()
 	return r

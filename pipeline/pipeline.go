@@ -288,6 +288,7 @@ func AnalyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo 
 		cmp.Or(opt.DataPattern, analysis.DefaultDataPattern),
 		cmp.Or(opt.SyncProxyPattern, analysis.DefaultSyncProxyPattern),
 	}
+	lo.RangeNames = append(lo.RangeNames, analysis.InferencePatterns()...)
 	var profiles []*trace.Profile
 	for _, path := range paths {
 		ps, err := load.File(ctx, path, lo)

@@ -251,23 +251,36 @@ func (p *Profile) Sort() {
 	wg.Wait()
 }
 
+// The comparisons return at the first field that differs: cmp.Or would
+// evaluate every field of every pair, which made sorting a 2.2 M-event
+// trace a sixth of its read time.
+
 func (p *Profile) sortGPU() {
 	slices.SortFunc(p.GPU, func(a, b GPUOp) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
+		if a.Start != b.Start {
+			return cmp.Compare(a.Start, b.Start)
+		}
+		return cmp.Or(cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
 			cmp.Compare(a.Corr, b.Corr), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Name, b.Name))
 	})
 }
 
 func (p *Profile) sortAPI() {
 	slices.SortFunc(p.API, func(a, b APICall) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
+		if a.Start != b.Start {
+			return cmp.Compare(a.Start, b.Start)
+		}
+		return cmp.Or(cmp.Compare(a.End, b.End), cmp.Compare(a.Process, b.Process),
 			cmp.Compare(a.Corr, b.Corr), cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Name, b.Name))
 	})
 }
 
 func (p *Profile) sortRanges() {
 	slices.SortFunc(p.Ranges, func(a, b Range) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End), cmp.Compare(a.Process, b.Process),
+		if a.Start != b.Start {
+			return cmp.Compare(a.Start, b.Start)
+		}
+		return cmp.Or(cmp.Compare(b.End, a.End), cmp.Compare(a.Process, b.Process),
 			cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.Name, b.Name))
 	})
 }
@@ -349,4 +362,24 @@ func LaunchAPI(name string) bool {
 	}
 	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel") ||
 		strings.Contains(name, "GraphLaunch")
+}
+
+// LimitError reports input that passes one of a reader's limits on size
+// (decompressed bytes, string length, event count). It names the limit, the
+// CLI flag and the load.Options field that raise it.
+type LimitError struct {
+	File  string
+	Pos   string // where the limit was passed, e.g. "offset 1834"; may be empty
+	What  string // e.g. "string length (bytes)"
+	Limit int64
+	Flag  string // CLI flag without the dash, e.g. "max-string"
+	Field string // e.g. "load.Options.MaxString"
+}
+
+func (e *LimitError) Error() string {
+	at := e.File
+	if e.Pos != "" {
+		at += ":" + e.Pos
+	}
+	return fmt.Sprintf("%s: %s exceeds the limit of %d; raise it with -%s (%s) if the trace is genuine", at, e.What, e.Limit, e.Flag, e.Field)
 }

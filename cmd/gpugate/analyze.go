@@ -15,6 +15,7 @@ import (
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace"
+	"github.com/gpugate/gpugate/trace/kineto"
 	"github.com/gpugate/gpugate/trace/load"
 )
 
@@ -33,9 +34,13 @@ Several files are the ranks of one job: each is analyzed, and a cross-rank
 view names the slowest rank and the spread of step time across ranks.
 
 Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
--step-pattern. Without step markers the whole profile is one window and a
-warning says so. A TRACE of - reads standard input. The JSON form is a stable
-contract, documented in docs/json.md.
+-step-pattern. Without step markers they are inferred from optimizer-step
+ranges, FSDP root forwards or the period of the GPU op sequence, and a
+warning says how (docs/steps.md); when nothing repeats the whole profile is
+one window and a warning says so. A TRACE of - reads standard input. A
+Kineto trace larger than -max-trace-bytes, with more than -max-events events
+or with a name longer than -max-string is refused with an error naming the
+limit. The JSON form is a stable contract, documented in docs/json.md.
 
 Nsight Compute results — .ncu-rep reports (read with the ncu CLI) or the
 CSV pages ncu exports (--page details, --page raw) — give one row per kernel
@@ -45,6 +50,7 @@ limiter ncu's rules name, and the rules' warnings. Values a report lacks
 (sections not collected) are shown as "-" and are null in JSON. A report
 written by a newer ncu than the installed one is an error naming both
 versions.`,
+
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		format := formatFlag(fs, "text", "json")
 		a := analysisFlags(fs)
@@ -82,19 +88,28 @@ versions.`,
 type analysisFlagSet struct {
 	step, data, comm *string
 	nsys             *string
+	maxBytes         *int64
+	maxString        *int
+	maxEvents        *int
 }
 
 func analysisFlags(fs *flag.FlagSet) *analysisFlagSet {
 	return &analysisFlagSet{
-		step: fs.String("step-pattern", analysis.DefaultStepPattern.String(), "regular expression `RE` naming the host ranges that are training steps"),
-		data: fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
-		comm: fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
-		nsys: fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
+		step:      fs.String("step-pattern", analysis.DefaultStepPattern.String(), "regular expression `RE` naming the host ranges that are training steps"),
+		data:      fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
+		comm:      fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
+		nsys:      fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
+		maxBytes:  fs.Int64("max-trace-bytes", kineto.DefaultMaxBytes, "refuse a Kineto trace larger than `N` bytes after decompression"),
+		maxString: fs.Int("max-string", kineto.DefaultMaxString, "refuse a Kineto trace holding a name longer than `N` bytes"),
+		maxEvents: fs.Int("max-events", kineto.DefaultMaxEvents, "refuse a Kineto trace with more than `N` events"),
 	}
 }
 
 func (a *analysisFlagSet) options() (analysis.Options, error) {
 	var opt analysis.Options
+	if *a.maxBytes <= 0 || *a.maxString <= 0 || *a.maxEvents <= 0 {
+		return opt, usagef("-max-trace-bytes, -max-string and -max-events must be positive")
+	}
 	for _, f := range []struct {
 		name string
 		src  *string
@@ -109,7 +124,9 @@ func (a *analysisFlagSet) options() (analysis.Options, error) {
 	return opt, nil
 }
 
-func (a *analysisFlagSet) loadOptions() load.Options { return load.Options{Nsys: nsysFlag(*a.nsys)} }
+func (a *analysisFlagSet) loadOptions() load.Options {
+	return load.Options{Nsys: nsysFlag(*a.nsys), MaxBytes: *a.maxBytes, MaxString: *a.maxString, MaxEvents: *a.maxEvents}
+}
 
 // nsysFlag resolves an -nsys flag: the flag, else $GPUGATE_NSYS (read at
 // run time, so that help and doc.go do not depend on the environment).
@@ -212,7 +229,8 @@ func renamePath(err error, tmp, name string) error {
 
 // prefixPath makes sure an error names the file exactly once.
 func prefixPath(err error, path string) error {
-	if _, ok := err.(*trace.SyntaxError); ok {
+	switch err.(type) {
+	case *trace.SyntaxError, *trace.LimitError:
 		return err
 	}
 	if os.IsNotExist(err) {

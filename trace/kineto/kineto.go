@@ -18,13 +18,22 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/gpugate/gpugate/trace"
 )
 
+// ReadFile reads the trace at path within the default Limits.
+func ReadFile(path string) (*trace.Profile, error) { return Limits{}.ReadFile(path) }
+
+// Parse reads a trace from r within the default Limits; name is used in
+// errors and as the profile path.
+func Parse(r io.Reader, name string) (*trace.Profile, error) { return Limits{}.Parse(r, name) }
+
 // ReadFile reads the trace at path; gzip is detected from the content. A
 // large uncompressed file is parsed by several goroutines (see parallel.go).
-func ReadFile(path string) (*trace.Profile, error) {
+func (l Limits) ReadFile(path string) (*trace.Profile, error) {
+	l = l.withDefaults()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -34,9 +43,12 @@ func ReadFile(path string) (*trace.Profile, error) {
 	n, _ := f.ReadAt(magic[:], 0)
 	st, err := f.Stat()
 	if err != nil || (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) || st.Size() < parallelMinBytes {
-		return Parse(f, path)
+		return l.Parse(f, path)
 	}
-	p := newParser(newScanner(io.NewSectionReader(f, 0, st.Size())), path)
+	if st.Size() > l.MaxBytes {
+		return nil, limitError(path, "", limitBytes, fmt.Sprintf("trace size (%d bytes)", st.Size()), l.MaxBytes)
+	}
+	p := newParser(newScanner(io.NewSectionReader(f, 0, st.Size())), path, l)
 	p.file, p.size = f, st.Size()
 	if err := p.parse(); err != nil {
 		return nil, p.wrap(err, false)
@@ -45,12 +57,14 @@ func ReadFile(path string) (*trace.Profile, error) {
 	return p.p, nil
 }
 
-func newParser(s *scanner, name string) *parser {
-	return &parser{s: s, p: trace.New(name, trace.FormatKineto), copyInfo: map[trace.Name]copyInfo{}}
+func newParser(s *scanner, name string, l Limits) *parser {
+	s.maxStr = l.MaxString
+	return &parser{s: s, lim: l, p: trace.New(name, trace.FormatKineto), copyInfo: map[trace.Name]copyInfo{}}
 }
 
 // Parse reads a trace from r; name is used in errors and as the profile path.
-func Parse(r io.Reader, name string) (*trace.Profile, error) {
+func (l Limits) Parse(r io.Reader, name string) (*trace.Profile, error) {
+	l = l.withDefaults()
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, _ := br.Peek(2)
 	var src io.Reader = br
@@ -63,7 +77,8 @@ func Parse(r io.Reader, name string) (*trace.Profile, error) {
 		defer zr.Close()
 		src = zr
 	}
-	p := newParser(newScanner(src), name)
+	src = &cappedReader{r: src, n: l.MaxBytes, lim: l.MaxBytes}
+	p := newParser(newScanner(src), name, l)
 	if err := p.parse(); err != nil {
 		return nil, p.wrap(err, gz)
 	}
@@ -76,7 +91,18 @@ func (p *parser) wrap(err error, gz bool) error {
 	if errors.As(err, &se) {
 		return err
 	}
+	var le *trace.LimitError
+	if errors.As(err, &le) {
+		return err
+	}
 	pos := fmt.Sprintf("offset %d", p.s.offset())
+	if gz {
+		pos = "uncompressed " + pos
+	}
+	var el *errLimit
+	if errors.As(err, &el) {
+		return limitError(p.p.Path, pos, el.name, el.what, el.limit)
+	}
 	msg := err.Error()
 	switch {
 	case gz && errors.Is(err, io.ErrUnexpectedEOF):
@@ -86,19 +112,16 @@ func (p *parser) wrap(err error, gz bool) error {
 	case errors.Is(err, errEOF):
 		msg = "unexpected end of JSON input: truncated trace"
 	}
-	if gz {
-		pos = "uncompressed " + pos
-	}
 	return &trace.SyntaxError{File: p.p.Path, Pos: pos, Msg: msg}
 }
 
 // Member names the parser looks for, by object.
 var (
-	topKeys   = []string{"traceEvents", "deviceProperties", "distributedInfo"}
-	eventKeys = []string{"ph", "cat", "name", "ts", "dur", "pid", "tid", "args"}
-	argKeys   = []string{"correlation", "device", "stream", "bytes"}
-	devKeys   = []string{"id", "name", "totalGlobalMem", "numSms"}
-	distKeys  = []string{"rank", "world_size"}
+	topKeys   = newKeySet("traceEvents", "deviceProperties", "distributedInfo")
+	eventKeys = newKeySet("ph", "cat", "name", "ts", "dur", "pid", "tid", "args")
+	argKeys   = newKeySet("correlation", "device", "stream", "bytes")
+	devKeys   = newKeySet("id", "name", "totalGlobalMem", "numSms")
+	distKeys  = newKeySet("rank", "world_size")
 )
 
 type copyInfo struct {
@@ -107,8 +130,20 @@ type copyInfo struct {
 }
 
 type parser struct {
-	s *scanner
-	p *trace.Profile
+	s   *scanner
+	p   *trace.Profile
+	lim Limits
+
+	// The kept events, in the order read; finish moves them into p.
+	gpu chunks[trace.GPUOp]
+	api chunks[trace.APICall]
+	rng chunks[trace.Range]
+
+	nEvents int // entries of traceEvents read
+	// Complete events of a kept category with bad times: dropped for a
+	// missing or out-of-range ts or an end past the range, given dur 0 for
+	// a missing or negative dur.
+	badTs, badEnd, badDur int
 
 	key, str, num []byte
 	ev            event
@@ -218,12 +253,24 @@ func (p *parser) events() error {
 		if c != '{' {
 			return s.unexpected(c, "a trace event object")
 		}
+		if err := p.count(); err != nil {
+			return err
+		}
 		if err := p.event(); err != nil {
 			return err
 		}
 		p.add()
 	}
 	return err
+}
+
+// count counts one more entry of traceEvents against the limit.
+func (p *parser) count() error {
+	p.nEvents++
+	if p.nEvents > p.lim.MaxEvents {
+		return &errLimit{name: limitEvents, what: "number of trace events", limit: int64(p.lim.MaxEvents)}
+	}
+	return nil
 }
 
 func (p *parser) event() error {
@@ -241,7 +288,10 @@ func (p *parser) event() error {
 		}
 		switch k {
 		case 0: // ph
-			if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
+			if q := s.pos + 1; q+2 < s.end && s.buf[s.pos] == ' ' && s.buf[q] == '"' && s.buf[q+1] != '\\' && s.buf[q+2] == '"' {
+				e.ph = s.buf[q+1] // "ph": "X", the common case
+				s.pos = q + 3
+			} else if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
 			if err == nil && e.ph != 'X' {
@@ -323,7 +373,7 @@ func (p *parser) args() error {
 			}
 			continue
 		}
-		if p.num, err = s.readNumber(p.num[:0]); err != nil {
+		if p.num, err = s.number(); err != nil {
 			return err
 		}
 		if n, ok := parseInt(p.num); ok {
@@ -366,7 +416,7 @@ func (p *parser) timeValue() (int64, bool, error) {
 	if c == '"' || c == '{' || c == '[' {
 		return 0, false, p.s.skipValue()
 	}
-	if p.num, err = p.s.readNumber(p.num[:0]); err != nil {
+	if p.num, err = p.s.number(); err != nil {
 		return 0, false, err
 	}
 	ns, ok := usToNs(p.num)
@@ -419,57 +469,92 @@ func trailingInt(b []byte) (int64, bool) {
 	return n, true
 }
 
+// maxTime bounds the times the reader keeps, in ns on the trace's clock:
+// 2^62 ns is 146 years, far past any epoch-based or relative timestamp, and
+// leaves room for sums of two times without overflow.
+const maxTime = int64(1) << 62
+
+// Kept categories, by what they become.
+const (
+	catNone = iota
+	catKernel
+	catMemcpy
+	catMemset
+	catAPI
+	catRange
+)
+
+func category(cat []byte) int {
+	switch string(cat) {
+	case "kernel", "Kernel":
+		return catKernel
+	case "gpu_memcpy", "Memcpy":
+		return catMemcpy
+	case "gpu_memset", "Memset":
+		return catMemset
+	case "cuda_runtime", "cuda_driver", "Runtime":
+		return catAPI
+	case "cpu_op", "user_annotation", "Operator", "":
+		return catRange
+	}
+	return catNone
+}
+
 // add turns the decoded event into a profile record.
 func (p *parser) add() {
 	e := &p.ev
-	if e.ph != 'X' || !e.hasTs {
+	if e.ph != 'X' {
 		return
 	}
-	dur := e.dur
-	if !e.hasDur || dur < 0 {
-		dur = 0
-	}
-	start, end := e.ts, e.ts+dur
-	pr := p.p
+	c := category(e.cat)
 	switch string(e.cat) {
-	case "kernel", "Kernel":
-		pr.GPU = append(pr.GPU, p.gpuOp(trace.Kernel, start, end))
-	case "gpu_memcpy", "Memcpy":
-		op := p.gpuOp(trace.Memcpy, start, end)
-		ci := p.copyKind(op.Name)
-		op.Copy, op.Src, op.Dst = ci.kind, ci.src, ci.dst
-		pr.GPU = append(pr.GPU, op)
-	case "gpu_memset", "Memset":
-		op := p.gpuOp(trace.Memset, start, end)
-		op.Dst = p.copyKind(op.Name).dst
-		pr.GPU = append(pr.GPU, op)
-	case "cuda_runtime", "cuda_driver", "Runtime":
-		pr.API = append(pr.API, trace.APICall{
-			Start: start, End: end, Corr: e.corr, Thread: p.thread(),
-			Name: pr.Names.Intern(e.name[:len(trace.StripAPIVersion(unsafeString(e.name)))]),
-		})
-	case "cpu_op", "user_annotation", "Operator":
-		if string(e.cat) == "Operator" {
-			p.legacy++
-		}
-		p.addRange(start, end)
+	case "Kernel", "Runtime", "Operator":
+		p.legacy++
 	case "":
 		// The CPU-only autograd profiler writes no category at all.
 		p.noCat++
 		if string(e.pid) == "CPU functions" {
 			p.cpuFunctions++
 		}
-		p.addRange(start, end)
 	}
-	if string(e.cat) == "Kernel" || string(e.cat) == "Runtime" {
-		p.legacy++
+	if c == catNone {
+		return
 	}
-}
-
-func (p *parser) addRange(start, end int64) {
-	p.p.Ranges = append(p.p.Ranges, trace.Range{
-		Start: start, End: end, Thread: p.thread(), Name: p.p.Names.Intern(p.ev.name),
-	})
+	if !e.hasTs || e.ts < -maxTime || e.ts > maxTime {
+		p.badTs++
+		return
+	}
+	dur := e.dur
+	if !e.hasDur || dur < 0 {
+		p.badDur++
+		dur = 0
+	}
+	if dur > maxTime-e.ts {
+		p.badEnd++
+		return
+	}
+	start, end := e.ts, e.ts+dur
+	pr := p.p
+	switch c {
+	case catKernel:
+		p.gpu.add(p.gpuOp(trace.Kernel, start, end))
+	case catMemcpy:
+		op := p.gpuOp(trace.Memcpy, start, end)
+		ci := p.copyKind(op.Name)
+		op.Copy, op.Src, op.Dst = ci.kind, ci.src, ci.dst
+		p.gpu.add(op)
+	case catMemset:
+		op := p.gpuOp(trace.Memset, start, end)
+		op.Dst = p.copyKind(op.Name).dst
+		p.gpu.add(op)
+	case catAPI:
+		p.api.add(trace.APICall{
+			Start: start, End: end, Corr: e.corr, Thread: p.thread(),
+			Name: pr.Names.Intern(e.name[:len(trace.StripAPIVersion(unsafeString(e.name)))]),
+		})
+	case catRange:
+		p.rng.add(trace.Range{Start: start, End: end, Thread: p.thread(), Name: pr.Names.Intern(e.name)})
+	}
 }
 
 // namedThread marks thread keys made from a tid string that holds no
@@ -668,7 +753,7 @@ func (p *parser) intValue() (int64, error) {
 	case '{', '[':
 		return 0, p.s.skipValue()
 	}
-	if p.num, err = p.s.readNumber(p.num[:0]); err != nil {
+	if p.num, err = p.s.number(); err != nil {
 		return 0, err
 	}
 	n, _ := parseInt(p.num)
@@ -677,6 +762,21 @@ func (p *parser) intValue() (int64, error) {
 
 func (p *parser) finish() {
 	pr := p.p
+	// The three copies are independent: make them on all cores.
+	var wg sync.WaitGroup
+	wg.Go(func() { pr.GPU = p.gpu.flat() })
+	wg.Go(func() { pr.API = p.api.flat() })
+	pr.Ranges = p.rng.flat()
+	wg.Wait()
+	if p.badTs > 0 {
+		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
+	}
+	if p.badEnd > 0 {
+		pr.Warnf("%d complete events dropped: ts+dur beyond 2^62 ns", p.badEnd)
+	}
+	if p.badDur > 0 {
+		pr.Warnf("%d complete events given dur 0: dur missing, not a number or negative", p.badDur)
+	}
 	switch {
 	case p.noCat > 0 && p.cpuFunctions > 0 && len(pr.GPU) == 0:
 		pr.Variant = "autograd-cpu"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/gpugate/gpugate/trace"
@@ -66,7 +65,7 @@ func (p *parser) parallelEvents() error {
 		if i > 0 {
 			sc := newScanner(io.NewSectionReader(p.file, bounds[i], p.size-bounds[i]))
 			sc.off = bounds[i]
-			pp = newParser(sc, p.p.Path)
+			pp = newParser(sc, p.p.Path, p.lim)
 		}
 		pieces[i].p = pp
 		run := func(i int) {
@@ -93,7 +92,9 @@ func (p *parser) parallelEvents() error {
 			break
 		}
 		last++
-		p.merge(pieces[last].p)
+		if err := p.merge(pieces[last].p); err != nil {
+			return err
+		}
 	}
 	// Go on with the top-level object after the array.
 	p.s = pieces[last].p.s
@@ -113,6 +114,9 @@ func (p *parser) run(stop int64) (bool, error) {
 		}
 		if c != '{' {
 			return false, s.unexpected(c, "a trace event object")
+		}
+		if err := p.count(); err != nil {
+			return false, err
 		}
 		if err := p.event(); err != nil {
 			return false, err
@@ -176,7 +180,7 @@ func guessStart(b []byte) int {
 }
 
 // merge appends the events another parser read to p's profile.
-func (p *parser) merge(o *parser) {
+func (p *parser) merge(o *parser) error {
 	pr, op := p.p, o.p
 	remap := make([]trace.Name, op.Names.Len())
 	for i := range remap {
@@ -188,22 +192,23 @@ func (p *parser) merge(o *parser) {
 		}
 		return t
 	}
-	pr.GPU = slices.Grow(pr.GPU, len(op.GPU))
-	pr.API = slices.Grow(pr.API, len(op.API))
-	pr.Ranges = slices.Grow(pr.Ranges, len(op.Ranges))
-	for _, g := range op.GPU {
-		g.Name = remap[g.Name]
-		pr.GPU = append(pr.GPU, g)
-	}
-	for _, a := range op.API {
-		a.Name, a.Thread = remap[a.Name], thread(a.Thread)
-		pr.API = append(pr.API, a)
-	}
-	for _, r := range op.Ranges {
-		r.Name, r.Thread = remap[r.Name], thread(r.Thread)
-		pr.Ranges = append(pr.Ranges, r)
-	}
+	// The records stay where the other parser put them: only their names
+	// and thread keys change.
+	o.gpu.each(func(g *trace.GPUOp) { g.Name = remap[g.Name] })
+	o.api.each(func(a *trace.APICall) { a.Name, a.Thread = remap[a.Name], thread(a.Thread) })
+	o.rng.each(func(r *trace.Range) { r.Name, r.Thread = remap[r.Name], thread(r.Thread) })
+	p.gpu.appendChunks(&o.gpu)
+	p.api.appendChunks(&o.api)
+	p.rng.appendChunks(&o.rng)
 	p.legacy += o.legacy
 	p.noCat += o.noCat
 	p.cpuFunctions += o.cpuFunctions
+	p.badTs += o.badTs
+	p.badEnd += o.badEnd
+	p.badDur += o.badDur
+	p.nEvents += o.nEvents
+	if p.nEvents > p.lim.MaxEvents {
+		return &errLimit{name: limitEvents, what: "number of trace events", limit: int64(p.lim.MaxEvents)}
+	}
+	return nil
 }

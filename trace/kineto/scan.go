@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -27,12 +28,15 @@ type scanner struct {
 	end  int
 	off  int64 // stream offset of buf[0]
 	rerr error
+	// maxStr bounds the strings and numbers read into caller buffers.
+	maxStr int
+	num    []byte // scratch for number
 }
 
 var errEOF = errors.New("unexpected end of input")
 
 func newScanner(r io.Reader) *scanner {
-	return &scanner{r: r, buf: make([]byte, 256<<10)}
+	return &scanner{r: r, buf: make([]byte, 256<<10), maxStr: DefaultMaxString}
 }
 
 func (s *scanner) offset() int64 { return s.off + int64(s.pos) }
@@ -162,6 +166,9 @@ func (s *scanner) readString(dst []byte) ([]byte, error) {
 			lim = rest[:q]
 		}
 		if b := bytes.IndexByte(lim, '\\'); b >= 0 {
+			if len(dst)+b > s.maxStr {
+				return dst, s.tooLong()
+			}
 			dst = append(dst, rest[:b]...)
 			s.pos += b
 			var err error
@@ -171,9 +178,15 @@ func (s *scanner) readString(dst []byte) ([]byte, error) {
 			continue
 		}
 		if q >= 0 {
+			if len(dst)+q > s.maxStr {
+				return dst, s.tooLong()
+			}
 			dst = append(dst, rest[:q]...)
 			s.pos += q + 1
 			return dst, nil
+		}
+		if len(dst)+len(rest) > s.maxStr {
+			return dst, s.tooLong()
 		}
 		dst = append(dst, rest...)
 		s.pos = s.end
@@ -181,6 +194,10 @@ func (s *scanner) readString(dst []byte) ([]byte, error) {
 			return dst, s.err()
 		}
 	}
+}
+
+func (s *scanner) tooLong() error {
+	return &errLimit{name: limitString, what: "string length (bytes)", limit: int64(s.maxStr)}
 }
 
 // unescape decodes the escape sequence at pos.
@@ -256,6 +273,19 @@ func hex4(b []byte) (rune, bool) {
 // skipString consumes a JSON string without keeping it.
 func (s *scanner) skipString() error {
 	s.pos++ // the opening quote, checked by the caller
+	// Most skipped strings are short member names and values: look at
+	// the first bytes one by one before paying for two IndexByte calls.
+	if buf := s.buf[:s.end]; s.pos+24 <= len(buf) {
+		for i, c := range buf[s.pos : s.pos+24] {
+			if c == '"' {
+				s.pos += i + 1
+				return nil
+			}
+			if c == '\\' {
+				break
+			}
+		}
+	}
 	for {
 		rest := s.buf[s.pos:s.end]
 		q := bytes.IndexByte(rest, '"')
@@ -282,6 +312,28 @@ func (s *scanner) skipString() error {
 	}
 }
 
+// number returns the bytes of a JSON number (or literal). They may alias
+// the scanner's buffer, so they are valid only until the next call.
+func (s *scanner) number() ([]byte, error) {
+	// Callers have peeked: pos is at the value. Fast path: the whole
+	// number lies in the buffer.
+	buf := s.buf[:s.end]
+	for i := s.pos; i < len(buf); i++ {
+		if c := buf[i]; (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' || (c >= 'a' && c <= 'z') {
+			continue
+		}
+		if i == s.pos || i-s.pos > s.maxStr {
+			break // no number at all, or too long: readNumber says so
+		}
+		b := buf[s.pos:i]
+		s.pos = i
+		return b, nil
+	}
+	var err error
+	s.num, err = s.readNumber(s.num[:0])
+	return s.num, err
+}
+
 // readNumber appends the bytes of a JSON number (or literal) to dst.
 func (s *scanner) readNumber(dst []byte) ([]byte, error) {
 	if _, err := s.peek(); err != nil {
@@ -305,6 +357,9 @@ func (s *scanner) readNumber(dst []byte) ([]byte, error) {
 		for s.pos < s.end {
 			c := s.buf[s.pos]
 			if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' || (c >= 'a' && c <= 'z') {
+				if len(dst)-start >= s.maxStr {
+					return dst, s.tooLong()
+				}
 				dst = append(dst, c)
 				s.pos++
 				continue
@@ -420,20 +475,122 @@ func (s *scanner) open(open, close byte) (bool, error) {
 	return true, nil
 }
 
+// keySet is a list of member names looked up by index. Names of up to 8
+// bytes, all the names of a trace event, are compared as one integer.
+type keySet struct {
+	names  []string
+	packed []uint64 // little-endian bytes of names[i] when len <= 8
+}
+
+func newKeySet(names ...string) *keySet {
+	ks := &keySet{names: names, packed: make([]uint64, len(names))}
+	for i, n := range names {
+		if len(n) <= 8 {
+			ks.packed[i] = pack(n)
+		}
+	}
+	return ks
+}
+
+func pack[S string | []byte](b S) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// quoteIndex returns the index of the first '"' byte in the little-endian
+// word w, or -1.
+func quoteIndex(w uint64) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := w ^ (ones * '"')
+	if t := (x - ones) &^ x & highs; t != 0 {
+		return bits.TrailingZeros64(t) / 8
+	}
+	return -1
+}
+
+// backslashMask returns all ones when one of the first k bytes of w is a
+// backslash (an escaped name takes the slow path), else 0.
+func backslashMask(w uint64, k int) uint64 {
+	for i := range k {
+		if byte(w>>(8*i)) == '\\' {
+			return ^uint64(0)
+		}
+	}
+	return 0
+}
+
+// lookupPacked returns the index of the name of length n whose packed bytes
+// are v, or -1.
+func (ks *keySet) lookupPacked(v uint64, n int) int {
+	if n == 0 {
+		return -1
+	}
+	for i, p := range ks.packed {
+		if p == v && len(ks.names[i]) == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// lookup returns the index of b in the set, or -1.
+func (ks *keySet) lookup(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	if len(b) <= 8 {
+		v := pack(b)
+		for i, p := range ks.packed {
+			if p == v && len(ks.names[i]) == len(b) {
+				return i
+			}
+		}
+		return -1
+	}
+	for i, n := range ks.names {
+		if len(n) == len(b) && string(b) == n {
+			return i
+		}
+	}
+	return -1
+}
+
 // readKey reads an object member name and the colon after it, and returns
-// the name's index in names, or -1 for a name not listed.
-func (s *scanner) readKey(scratch *[]byte, names []string) (int, error) {
+// the name's index in ks, or -1 for a name not listed.
+func (s *scanner) readKey(scratch *[]byte, ks *keySet) (int, error) {
+	// Keys follow white space (", \"cat\"" or a new line and an indent):
+	// skip it first, or the fast path would never apply.
+	if _, err := s.peek(); err != nil {
+		return -1, err
+	}
+	// Fastest path: a name of at most 7 bytes, all of it and its closing
+	// quote among the 8 bytes after the opening quote, compared as one
+	// integer. Every member of a trace event but "External id" and
+	// "correlation" is such a name.
+	if p := s.pos; p+10 <= s.end && s.buf[p] == '"' {
+		w := binary.LittleEndian.Uint64(s.buf[p+1:])
+		if k := quoteIndex(w); k >= 0 && s.buf[p+1+k+1] == ':' {
+			if v := w & (1<<(8*k) - 1); v&backslashMask(w, k) == 0 {
+				s.pos = p + k + 3
+				return ks.lookupPacked(v, k), nil
+			}
+		}
+	}
 	// Fast path: a short name without escapes, already in the buffer.
 	if s.pos+1 < s.end && s.buf[s.pos] == '"' {
-		for i := s.pos + 1; i < s.end && i < s.pos+40; i++ {
-			c := s.buf[i]
+		buf := s.buf[:s.end]
+		for i := s.pos + 1; i < len(buf) && i < s.pos+40; i++ {
+			c := buf[i]
 			if c == '\\' {
 				break
 			}
 			if c == '"' {
-				k := lookupKey(s.buf[s.pos+1:i], names)
+				k := ks.lookup(buf[s.pos+1 : i])
 				s.pos = i + 1
-				if s.pos < s.end && s.buf[s.pos] == ':' {
+				if s.pos < len(buf) && buf[s.pos] == ':' {
 					s.pos++
 					return k, nil
 				}
@@ -446,16 +603,7 @@ func (s *scanner) readKey(scratch *[]byte, names []string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	return lookupKey(*scratch, names), s.expect(':')
-}
-
-func lookupKey(b []byte, names []string) int {
-	for i, n := range names {
-		if len(b) == len(n) && len(b) > 0 && b[0] == n[0] && string(b) == n {
-			return i
-		}
-	}
-	return -1
+	return ks.lookup(*scratch), s.expect(':')
 }
 
 // usToNs converts a decimal count of microseconds, as chrome traces write

@@ -27,6 +27,12 @@ type Options struct {
 	// ranges analysis can use (nsys.Options.RangeNames): pass every
 	// pattern that analysis matches range names with.
 	RangeNames []*regexp.Regexp
+	// Limits on a Kineto trace (flags -max-trace-bytes, -max-string and
+	// -max-events); zero means kineto's defaults (DefaultMaxBytes, ...).
+	// Passing one is a *trace.LimitError naming the flag and the field.
+	MaxBytes  int64 // JSON bytes after decompression
+	MaxString int   // bytes in one kept string (names, categories)
+	MaxEvents int   // entries of traceEvents
 }
 
 // File reads the trace at path. An nsys export yields one profile per
@@ -53,7 +59,7 @@ func File(ctx context.Context, path string, opt Options) ([]*trace.Profile, erro
 	case ext == ".nsys-rep" || ext == ".qdrep":
 		return exportReport(ctx, path, opt)
 	case len(hdr) >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b, looksJSON(hdr), ext == ".json":
-		p, err := kineto.ReadFile(path)
+		p, err := kineto.Limits{MaxBytes: opt.MaxBytes, MaxString: opt.MaxString, MaxEvents: opt.MaxEvents}.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
