@@ -11,7 +11,6 @@ import (
 	"github.com/gpugate/gpugate/stats"
 )
 
-
 // hostileName is what a trace, a config or a forged artifact may put in a name.
 const hostileName = "x</details><img src=x onerror=alert(1)> @octocat **bold** [link](https://evil.example) `tick\n::error::injected\x1b[31m|pipe"
 
