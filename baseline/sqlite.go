@@ -129,7 +129,7 @@ func openSQLite(ctx context.Context, path string, readOK, forceRO bool) (*Store,
 					return fail("the file is read-only and its schema (version %d) needs upgrading to %d; open it writable once", v, len(sqliteMigrations))
 				}
 				// mode=ro: no write at all, no journal mode change.
-				db, err := sql.Open("sqlite", sqliteURI(path, "mode=ro", "_pragma=busy_timeout(30000)", "_pragma=query_only(1)"))
+				db, err := sql.Open("sqlite", sqliteURI(path, readOnlyParams(path)...))
 				if err != nil {
 					return fail("%v", err)
 				}
@@ -158,11 +158,25 @@ func openSQLite(ctx context.Context, path string, readOK, forceRO bool) (*Store,
 	return s, nil
 }
 
+// readOnlyParams open path for reading only. A WAL database opened with
+// mode=ro alone still creates its -wal and -shm beside it; with no -wal
+// there, every page is in the file, so it is read as immutable and nothing
+// is created. (A writer that starts during the read is not seen: the reads
+// that gate are short.) With a -wal present a writer is about, and its
+// -shm is used as it is.
+func readOnlyParams(path string) []string {
+	params := []string{"mode=ro", "_pragma=busy_timeout(30000)", "_pragma=query_only(1)"}
+	if _, err := os.Stat(path + "-wal"); os.IsNotExist(err) {
+		params = append(params, "immutable=1")
+	}
+	return params
+}
+
 // inspectSQLite reads an existing database without writing to it and
 // returns its gpugate schema version: 0 for an empty database, an error
 // for one that holds another application's tables.
 func inspectSQLite(ctx context.Context, path string) (int, error) {
-	db, err := sql.Open("sqlite", sqliteURI(path, "mode=ro", "_pragma=busy_timeout(30000)", "_pragma=query_only(1)"))
+	db, err := sql.Open("sqlite", sqliteURI(path, readOnlyParams(path)...))
 	if err != nil {
 		return 0, err
 	}

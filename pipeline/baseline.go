@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/trace/ncu"
 	"os"
 	"os/exec"
 	"strings"
@@ -356,6 +357,9 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	if sel.Note != "" {
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}
+	if w.DeepDive != nil && rep.Verdict == stats.Regression {
+		rep.Warnings = append(rep.Warnings, deepDiveNote(ctx, o.NCU))
+	}
 	at := ""
 	if q.MergeBase != "" && sel.Note == "" {
 		at = ", at or before merge-base " + Short(q.MergeBase)
@@ -363,6 +367,19 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
+}
+
+// deepDiveNote says what became of perf.yaml's deep_dive after a
+// regression. The Nsight Compute runs themselves are not driven by the
+// pipeline yet (trace/ncu builds their command lines and reads and compares
+// their reports; gpugate analyze reads them): where ncu cannot profile, the
+// note is ncu's own reason; where it can, the note says so rather than
+// pretending a deep-dive ran.
+func deepDiveNote(ctx context.Context, ncuPath string) string {
+	if a := ncu.Probe(ctx, ncuPath); !a.OK {
+		return a.Note
+	}
+	return "deep_dive: ncu can profile here, but gpugate run does not run the Nsight Compute deep-dive yet; profile the regressed kernels with ncu and read the reports with gpugate analyze"
 }
 
 // noBaseline is the outcome of a run with nothing stored to compare with:

@@ -47,6 +47,8 @@ type Options struct {
 	ReadOnly bool
 	// Nsys is the nsys binary ("" finds it on PATH).
 	Nsys string
+	// NCU is the ncu binary for perf.yaml's deep_dive ("" finds it).
+	NCU string
 	// Dir overrides the folder the workload runs in (the workdir of the
 	// config is relative to it); default the config file's folder. A/B
 	// mode runs the base side in a worktree this way.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,5 +222,44 @@ func TestJudgeReadOnlyStore(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "read-only") {
 		t.Errorf("log %q does not say the run was not recorded", log.String())
+	}
+}
+
+// Options.ReadOnly (runs of untrusted code): the store is compared with and
+// never written, not even created when it is missing.
+func TestJudgeReadOnlyOption(t *testing.T) {
+	ctx := context.Background()
+	c, w := cfg(t, "")
+	db := filepath.Join(t.TempDir(), "b.db")
+	s, _ := baseline.Open(ctx, db)
+	record(t, s, doc(t), here, "m1", time.Now().Add(-time.Minute))
+	s.Close()
+	snapshot := func() map[string]string {
+		m := map[string]string{}
+		files, _ := filepath.Glob(db + "*")
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			m[f] = string(b)
+		}
+		return m
+	}
+	before := snapshot()
+	oc, err := pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: db, Branch: "pr-1", ReadOnly: true, MergeBase: "m1"}, execution(t, here))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oc.Base) != 1 {
+		t.Errorf("read-only option: %d baseline runs, verdict %s", len(oc.Base), oc.Report.Verdict)
+	}
+	if after := snapshot(); !maps.Equal(before, after) {
+		t.Errorf("the store or the files beside it changed under ReadOnly: %d files before, %d after", len(before), len(after))
+	}
+	missing := filepath.Join(t.TempDir(), "none.db")
+	oc, err = pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: missing, Branch: "pr-1", ReadOnly: true}, execution(t, here))
+	if err != nil || oc.Report.Verdict != stats.NoBaseline {
+		t.Errorf("read-only, no store: %v, %v", oc, err)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("read-only run created %s", missing)
 	}
 }
