@@ -24,10 +24,10 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
-	"github.com/gpugate/gpugate/trace/nsys"
 )
 
 var actionCmd = &command{
@@ -273,27 +273,6 @@ func cacheKey(workload, fingerprint, runID, attempt string) string {
 	return cacheKeyPrefix(workload, fingerprint) + keyPart(runID) + "-" + keyPart(attempt)
 }
 
-// workloadFingerprint takes the fingerprint a run of w will record, the
-// way the run resolves its profiler.
-func workloadFingerprint(ctx context.Context, w *config.Workload, nsysPath string) runner.Fingerprint {
-	profiler := w.Profiler
-	nsysBin := ""
-	if p, err := nsys.FindCLI(nsysPath); err == nil {
-		nsysBin = p
-	}
-	if profiler == "auto" {
-		profiler = runner.Torch
-		if runner.HasGPU(ctx) && nsysBin != "" {
-			profiler = runner.Nsys
-		}
-	}
-	python := ""
-	if args := w.Command.Args(); len(args) > 0 && strings.HasPrefix(filepath.Base(args[0]), "python") {
-		python = args[0]
-	}
-	return runner.TakeFingerprint(ctx, python, nsysBin, profiler)
-}
-
 // loadConfig reads and checks perf.yaml, annotating every error at its
 // line and column.
 func loadConfig(gha *action.IO, getenv func(string) string, path string) (*config.Config, error) {
@@ -352,7 +331,12 @@ func preparePhase(ctx context.Context, gha *action.IO, getenv func(string) strin
 		gha.SetOutput("cache", "false")
 		return nil
 	}
-	fp := workloadFingerprint(ctx, w, getenv("GPUGATE_NSYS")).Hash()
+	// The fingerprint a run of w will record, resolved as the run does.
+	plan, err := pipeline.Prepare(ctx, pipeline.Options{Config: c, Workload: w, Nsys: getenv("GPUGATE_NSYS")})
+	if err != nil {
+		return err
+	}
+	fp := plan.FP.Hash()
 	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
 		return err
 	}
