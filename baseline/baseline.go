@@ -144,34 +144,7 @@ type querier interface {
 }
 
 func (s *Store) backfill(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, analysis FROM runs`)
-	if err != nil {
-		return err
-	}
-	type old struct {
-		id int64
-		an string
-	}
-	var runs []old
-	for rows.Next() {
-		var o old
-		if err := rows.Scan(&o.id, &o.an); err != nil {
-			rows.Close()
-			return err
-		}
-		runs = append(runs, o)
-	}
-	rows.Close()
-	for _, o := range runs {
-		d, err := derive([]byte(o.an))
-		if err != nil {
-			return fmt.Errorf("run %d: %w", o.id, err)
-		}
-		if err := s.insertDerived(ctx, tx, o.id, d); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.rederive(ctx, tx, func(id int64, d derived) error { return s.insertDerived(ctx, tx, id, d) })
 }
 
 // resample derives the samples of every run again from its analysis.
@@ -179,6 +152,14 @@ func (s *Store) resample(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM samples`); err != nil {
 		return err
 	}
+	return s.rederive(ctx, tx, func(id int64, d derived) error {
+		return s.insertDerived(ctx, tx, id, derived{samples: d.samples})
+	})
+}
+
+// rederive derives every stored run's rows from its analysis again and
+// hands them to store, for the migrations that add derived rows.
+func (s *Store) rederive(ctx context.Context, tx *sql.Tx, store func(id int64, d derived) error) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id, analysis FROM runs`)
 	if err != nil {
 		return err
@@ -202,7 +183,7 @@ func (s *Store) resample(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			return fmt.Errorf("run %d: %w", o.id, err)
 		}
-		if err := s.insertDerived(ctx, tx, o.id, derived{samples: d.samples}); err != nil {
+		if err := store(o.id, d); err != nil {
 			return err
 		}
 	}

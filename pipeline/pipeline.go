@@ -295,7 +295,7 @@ func AnalyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo 
 	for _, path := range paths {
 		ps, err := load.File(ctx, path, lo)
 		if err != nil {
-			return nil, fmt.Errorf("read trace %w", prefixPath(err, path))
+			return nil, fmt.Errorf("read trace %w", trace.WithPath(err, path))
 		}
 		profiles = append(profiles, ps...)
 	}
@@ -311,20 +311,6 @@ func AnalyzeFiles(ctx context.Context, paths []string, opt analysis.Options, lo 
 	}
 	wg.Wait()
 	return results, nil
-}
-
-// prefixPath makes sure an error names the file exactly once.
-func prefixPath(err error, path string) error {
-	if _, ok := err.(*trace.SyntaxError); ok {
-		return err
-	}
-	if os.IsNotExist(err) {
-		return fmt.Errorf("%s: no such file", path)
-	}
-	if pe, ok := err.(*os.PathError); ok {
-		return fmt.Errorf("%s: %v", path, pe.Err)
-	}
-	return fmt.Errorf("%s: %w", path, err)
 }
 
 // Fingerprint is the fingerprint a run of w on this machine has, as

@@ -78,7 +78,11 @@ func hasToken(pid int, token string) bool {
 // in its process group, started with its token in the environment, in a
 // session of their own (gpugate starts nothing with setsid, so such a
 // descendant is a daemon the job started), or below one of those.
-func leftovers(pgid int, token string) []proc {
+// Processes that were gpugate's descendants before the job started (before,
+// from descendants) are not the job's unless they are in its group or carry
+// its token: when gpugate runs inside a test or another program, what that
+// program started (a database server) is left alone.
+func leftovers(pgid int, token string, before map[int]bool) []proc {
 	self := os.Getpid()
 	selfSid, _ := unix.Getsid(self)
 	all := readProcs()
@@ -90,7 +94,11 @@ func leftovers(pgid int, token string) []proc {
 	var walk func(pid int, inJob bool)
 	walk = func(pid int, inJob bool) {
 		for _, c := range children[pid] {
-			job := inJob || c.pgid == pgid || c.sid != selfSid || hasToken(c.pid, token)
+			mark := c.pgid == pgid || hasToken(c.pid, token)
+			if before[c.pid] && !inJob && !mark {
+				continue
+			}
+			job := inJob || mark || c.sid != selfSid
 			if job {
 				out = append(out, c)
 			}
@@ -103,11 +111,11 @@ func leftovers(pgid int, token string) []proc {
 
 // killLeftovers kills what the job left behind and reaps what was
 // re-parented to gpugate; it returns "pid (comm)" for each process killed.
-func killLeftovers(pgid int, token string) []string {
+func killLeftovers(pgid int, token string, before map[int]bool) []string {
 	var killed []string
 	seen := map[int]bool{}
 	for range 10 {
-		ps := leftovers(pgid, token)
+		ps := leftovers(pgid, token, before)
 		fresh := 0
 		for _, p := range ps {
 			if p.state == "Z" {
@@ -131,6 +139,25 @@ func killLeftovers(pgid int, token string) []string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return killed
+}
+
+// descendants returns the pids of gpugate's live descendants, taken before
+// the job starts so that they are never counted as the job's.
+func descendants() map[int]bool {
+	children := map[int][]int{}
+	for _, p := range readProcs() {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	out := map[int]bool{}
+	var walk func(pid int)
+	walk = func(pid int) {
+		for _, c := range children[pid] {
+			out[c] = true
+			walk(c)
+		}
+	}
+	walk(os.Getpid())
+	return out
 }
 
 // reap waits for a killed re-parented process, up to a second, so that it

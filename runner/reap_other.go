@@ -6,4 +6,6 @@ package runner
 // all the runner kills.
 func becomeSubreaper() {}
 
-func killLeftovers(pgid int, token string) []string { return nil }
+func killLeftovers(pgid int, token string, before map[int]bool) []string { return nil }
+
+func descendants() map[int]bool { return nil }

@@ -268,6 +268,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	before := descendants()
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -368,7 +369,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// or started in a session of its own (a setsid daemon) goes with it;
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	res.Killed = killLeftovers(cmd.Process.Pid, token)
+	res.Killed = killLeftovers(cmd.Process.Pid, token, before)
 	if len(res.Killed) > 0 {
 		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
 	}

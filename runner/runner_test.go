@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -202,6 +203,32 @@ while [ ! -s d1.pid ] || [ ! -s d2.pid ] || [ ! -s bg.pid ]; do sleep 0.05; done
 				t.Errorf("the daemon still writes after the job")
 			}
 		})
+	}
+}
+
+// TestOthersSpared: what the program running gpugate started before the
+// job (here a setsid daemon of the test, as the store tests' PostgreSQL
+// server is) is not the job's, and survives it. The daemon-killing rule
+// ("a descendant in a session of its own") once killed the test's
+// PostgreSQL cluster.
+func TestOthersSpared(t *testing.T) {
+	other := exec.Command("setsid", "sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	time.Sleep(100 * time.Millisecond) // setsid has exec'd sleep
+	script := `setsid sh -c 'echo $$ > d.pid; exec sleep 300' &
+while [ ! -s d.pid ]; do sleep 0.05; done; echo started`
+	res, _, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", script}, Dir: t.TempDir(), KillGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alive(other.Process.Pid) {
+		t.Errorf("the test's own daemon %d was killed with the job's: %q", other.Process.Pid, res.Killed)
+	}
+	if len(res.Killed) != 1 {
+		t.Errorf("killed %q, want the job's one daemon", res.Killed)
 	}
 }
 

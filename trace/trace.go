@@ -12,6 +12,7 @@ package trace
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -382,4 +383,21 @@ func (e *LimitError) Error() string {
 		at += ":" + e.Pos
 	}
 	return fmt.Sprintf("%s: %s exceeds the limit of %d; raise it with -%s (%s) if the trace is genuine", at, e.What, e.Limit, e.Flag, e.Field)
+}
+
+// WithPath makes sure an error about reading the file at path names the
+// file exactly once: syntax and limit errors already do, a missing file is
+// said plainly, and others get the path in front.
+func WithPath(err error, path string) error {
+	switch err.(type) {
+	case *SyntaxError, *LimitError:
+		return err
+	}
+	if os.IsNotExist(err) {
+		return fmt.Errorf("%s: no such file", path)
+	}
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %v", path, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gpugate/gpugate/trace"
 	"io"
 	"io/fs"
 	"math"
@@ -614,7 +615,7 @@ func readResult(path string) (result, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return r, fmt.Errorf("read result %w", prefixPath(err, path))
+		return r, fmt.Errorf("read result %w", trace.WithPath(err, path))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))

@@ -226,18 +226,3 @@ func renamePath(err error, tmp, name string) error {
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), tmp, name))
 }
-
-// prefixPath makes sure an error names the file exactly once.
-func prefixPath(err error, path string) error {
-	switch err.(type) {
-	case *trace.SyntaxError, *trace.LimitError:
-		return err
-	}
-	if os.IsNotExist(err) {
-		return fmt.Errorf("%s: no such file", path)
-	}
-	if pe, ok := err.(*os.PathError); ok {
-		return fmt.Errorf("%s: %v", path, pe.Err)
-	}
-	return fmt.Errorf("%s: %w", path, err)
-}

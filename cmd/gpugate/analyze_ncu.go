@@ -68,7 +68,7 @@ func analyzeNCU(ctx context.Context, stdout io.Writer, paths []string, format, c
 			rep, err = ncu.ReadCSVFile(path)
 		}
 		if err != nil {
-			return fmt.Errorf("read ncu result %w", prefixPath(err, path))
+			return fmt.Errorf("read ncu result %w", trace.WithPath(err, path))
 		}
 		reps = append(reps, rep)
 	}

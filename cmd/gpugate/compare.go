@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/gpugate/gpugate/trace"
 	"io"
 	"os"
 	"strings"
@@ -175,7 +176,7 @@ func loadResults(ctx context.Context, files []string, opt analysis.Options, a *a
 func readAnalysisJSON(f string) (*report.Analysis, bool, error) {
 	fh, err := os.Open(f)
 	if err != nil {
-		return nil, false, fmt.Errorf("read %w", prefixPath(err, f))
+		return nil, false, fmt.Errorf("read %w", trace.WithPath(err, f))
 	}
 	defer fh.Close()
 	head := make([]byte, 64)
