@@ -313,12 +313,26 @@ func Parse(data []byte, name string) (*Config, error) {
 	return &c, nil
 }
 
-// allowanceKeys checks the metric names under allowances: a typo must fail
-// config check, not the gate after the job ran.
+// allowanceKeys checks the metric names under allowances and gate: a typo
+// must fail config check, not the gate after the job ran.
 func allowanceKeys(name string, doc *yaml.Node) Errors {
 	var errs Errors
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		key, val := doc.Content[i], doc.Content[i+1]
+		if key.Value == "gate" && val.Kind == yaml.SequenceNode {
+			seen := map[string]bool{}
+			for _, n := range val.Content {
+				m, ok := analysis.MetricByName(n.Value)
+				switch {
+				case !ok:
+					errs = append(errs, &Error{File: name, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("gate: unknown metric %q (known: %s)", n.Value, strings.Join(metricNames(), ", "))})
+				case seen[m.Name]:
+					errs = append(errs, &Error{File: name, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("gate: metric %q listed twice", n.Value)})
+				}
+				seen[m.Name] = true
+			}
+			continue
+		}
 		if key.Value != "allowances" || val.Kind != yaml.MappingNode {
 			continue
 		}
@@ -479,6 +493,9 @@ func (c *Config) validate() Errors {
 		}
 		if !contains(Profilers, w.Profiler) {
 			bad(w, "workload %q: profiler %q: want one of %s", w.Name, w.Profiler, strings.Join(Profilers, ", "))
+		}
+		if w.Profiler == "none" && w.StepLog == "" {
+			bad(w, "workload %q: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
 		}
 		if w.Timeout == 0 {
 			w.Timeout = Duration(10 * time.Minute)

@@ -238,7 +238,7 @@ func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) e
 func Run(ctx context.Context, o Options) (*Outcome, error) {
 	o.defaults()
 	var store *baseline.Store
-	if o.Workload.Profiler != runner.None {
+	if o.Workload.Profiler != runner.None && !missingReadOnly(o) {
 		// The store is opened first: an unreachable server or a refused
 		// file fails before the job spends its minutes.
 		var err error
@@ -252,6 +252,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	return judge(ctx, o, ex, store)
+}
+
+// missingReadOnly reports a read-only run whose SQLite store does not exist:
+// nothing to compare with, and nothing may be created.
+func missingReadOnly(o Options) bool {
+	return o.ReadOnly && !o.Record && !baseline.IsURL(o.DB) && !exists(o.DB)
 }
 
 // openStore opens the store for recording (o.Record) or for gating: a
@@ -299,7 +305,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	if o.Record {
 		kind = "baseline"
 	}
-	if store == nil && o.ReadOnly && !o.Record && !baseline.IsURL(o.DB) && !exists(o.DB) {
+	if store == nil && missingReadOnly(o) {
 		// Read-only and nothing there: nothing to compare with, and
 		// nothing may be created.
 		return noBaseline(o, ex, baseline.Mask(o.DB)), nil

@@ -278,9 +278,6 @@ func cacheKey(workload, fingerprint, runID, attempt string) string {
 // line and column.
 func loadConfig(gha *action.IO, getenv func(string) string, path string) (*config.Config, error) {
 	c, err := config.Load(path)
-	if err == nil {
-		err = checkRunnable(c)
-	}
 	if err != nil {
 		annotateConfig(gha, getenv, path, err)
 		return nil, err

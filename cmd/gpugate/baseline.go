@@ -83,9 +83,6 @@ compared with.`,
 			if err != nil {
 				return err
 			}
-			if err := checkRunnable(c); err != nil {
-				return err
-			}
 			w, err := c.Workload(*workload)
 			if err != nil {
 				return err
