@@ -119,9 +119,13 @@ Run 'gpugate help <command>' for details.
 	view names the slowest rank and the spread of step time across ranks.
 
 	Steps are Kineto ProfilerStep#N ranges or, for nsys, NVTX ranges matching
-	-step-pattern. Without step markers the whole profile is one window and a
-	warning says so. A TRACE of - reads standard input. The JSON form is a stable
-	contract, documented in docs/json.md.
+	-step-pattern. Without step markers they are inferred from optimizer-step
+	ranges, FSDP root forwards or the period of the GPU op sequence, and a
+	warning says how (docs/steps.md); when nothing repeats the whole profile is
+	one window and a warning says so. A TRACE of - reads standard input. A
+	Kineto trace larger than -max-trace-bytes, with more than -max-events events
+	or with a name longer than -max-string is refused with an error naming the
+	limit. The JSON form is a stable contract, documented in docs/json.md.
 
 	Nsight Compute results — .ncu-rep reports (read with the ncu CLI) or the
 	CSV pages ncu exports (--page details, --page raw) — give one row per kernel
@@ -139,6 +143,12 @@ Run 'gpugate help <command>' for details.
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
 	    	output format: text or json (default text)
+	  -max-events N
+	    	refuse a Kineto trace with more than N events (default 20000000)
+	  -max-string N
+	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
+	  -max-trace-bytes N
+	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
 	  -ncu path
 	    	path of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)
 	  -nsys path
@@ -257,6 +267,12 @@ Run 'gpugate help <command>' for details.
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -max-events N
+	    	refuse a Kineto trace with more than N events (default 20000000)
+	  -max-string N
+	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
+	  -max-trace-bytes N
+	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -step-pattern RE
@@ -363,6 +379,12 @@ Run 'gpugate help <command>' for details.
 	    	output format: text, markdown or json (default text)
 	  -head file
 	    	candidate trace or analyze JSON file (repeatable)
+	  -max-events N
+	    	refuse a Kineto trace with more than N events (default 20000000)
+	  -max-string N
+	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
+	  -max-trace-bytes N
+	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -runs
