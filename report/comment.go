@@ -274,15 +274,44 @@ func mdText(s string) string {
 			b.WriteString(mdEscaper.Replace(s))
 			return b.String()
 		}
-		j := strings.IndexByte(s[i+1:], '`')
-		if j < 0 {
-			b.WriteString(mdEscaper.Replace(s[:i]) + "\\`" + mdEscaper.Replace(s[i+1:]))
-			return b.String()
-		}
 		b.WriteString(mdEscaper.Replace(s[:i]))
-		b.WriteString("`" + strings.ReplaceAll(s[i+1:i+1+j], "|", `\|`) + "`")
-		s = s[i+2+j:]
+		// A code span opens with a run of n backticks and closes with the
+		// next run of exactly n (CommonMark), as internal/escape writes
+		// them for names that hold backticks themselves.
+		n := backticks(s[i:])
+		end := -1
+		for k := i + n; k < len(s); {
+			if s[k] != '`' {
+				k++
+				continue
+			}
+			m := backticks(s[k:])
+			if m == n {
+				end = k
+				break
+			}
+			k += m
+		}
+		if end < 0 {
+			b.WriteString(strings.Repeat("\\`", n)) // no closing run: literal backticks
+			s = s[i+n:]
+			continue
+		}
+		// Inside, nothing is Markdown; a pipe would still split a table
+		// cell, and "-->" would end gpugate's marker comment.
+		body := strings.NewReplacer("|", `\|`, "-->", `--\>`).Replace(s[i+n : end])
+		b.WriteString(s[i:i+n] + body + s[end:end+n])
+		s = s[end+n:]
 	}
+}
+
+// backticks is the length of the run of backticks s starts with.
+func backticks(s string) int {
+	n := 0
+	for n < len(s) && s[n] == '`' {
+		n++
+	}
+	return n
 }
 
 // mdURL renders an http(s) URL for GitHub to autolink, or "(no link)" for
