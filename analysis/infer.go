@@ -32,8 +32,9 @@ import (
 //     GPU ops (kernels, copies, memsets) in the order their API calls
 //     launched them repeat with one iteration's period P. Candidate periods
 //     are the distances between consecutive ops of the same name; each is
-//     scored by the share of positions i with name(i) = name(i+P), and the
-//     best score wins (the shortest period among equal scores). A step
+//     scored by the share of positions i with name(i) = name(i+P) (give or
+//     take max(3, P/100) positions), and the best score wins (the shortest
+//     period among scores within 1%); under 0.9, nothing repeats. A step
 //     begins at the op, within the period, that follows the longest median
 //     host gap between launches; its host window starts at the end of the
 //     previous op's launch call. Ops before the first such op and a last
