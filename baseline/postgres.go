@@ -70,6 +70,9 @@ var pgMigrations = []string{
 	);`,
 
 	`CREATE INDEX runs_fingerprint ON runs (workload, branch, kind, fingerprint_hash, created_at);`,
+
+	// 4: the Nsight Compute deep-dive's kernels of a run (baseline/ncu.go).
+	pgNCUMigration,
 }
 
 // IsURL reports whether target names a PostgreSQL server rather than a

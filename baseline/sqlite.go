@@ -61,6 +61,9 @@ var sqliteMigrations = []string{
 
 	// 3: baselines are picked by fingerprint in the query.
 	`CREATE INDEX runs_fingerprint ON runs (workload, branch, kind, fingerprint_hash, created_at);`,
+
+	// 4: the Nsight Compute deep-dive's kernels of a run (baseline/ncu.go).
+	sqliteNCUMigration,
 }
 
 // sqliteURI makes path a SQLite URI that names exactly that file: '?', '#'
