@@ -14,6 +14,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
+	"github.com/gpugate/gpugate/trace/ncu"
 )
 
 // Run is one execution of the workload: the analyses of its ranks.
@@ -111,6 +112,10 @@ type Report struct {
 	// intended: Verdict is then "accepted" and the metric results still
 	// say "regression".
 	Accepted *Acceptance `json:"accepted,omitempty"`
+	// DeepDive is the Nsight Compute deep-dive of the kernels that
+	// regressed (perf.yaml deep_dive, after a regression); omitted when
+	// none was asked for.
+	DeepDive *ncu.DeepDiveReport `json:"deep_dive,omitempty"`
 }
 
 // Acceptance records who accepted a regression, and which metrics.

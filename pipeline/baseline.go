@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/trace/ncu"
 	"os"
 	"os/exec"
 	"strings"
@@ -225,10 +224,12 @@ type Meta struct {
 func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) error {
 	fpJSON, _ := json.Marshal(ex.Fingerprint)
 	for _, d := range ex.Docs {
-		if _, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
-			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d}); err != nil {
+		id, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
+			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d})
+		if err != nil {
 			return err
 		}
+		ex.RunIDs = append(ex.RunIDs, id)
 	}
 	return nil
 }
@@ -325,6 +326,9 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	cand := ex.Runs
 	if o.Record {
 		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, branch, store.Name())
+		if w.DeepDive != nil && !store.ReadOnly() {
+			recordDeepDive(ctx, o, ex, store)
+		}
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = ex.Overhead
 		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "recorded as baseline of " + branch}, nil
@@ -364,7 +368,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {
-		rep.Warnings = append(rep.Warnings, deepDiveNote(ctx, o.NCU))
+		rep.DeepDive = deepDive(ctx, o, ex, rep, sel, store)
 	}
 	at := ""
 	if q.MergeBase != "" && sel.Note == "" {
@@ -373,19 +377,6 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
-}
-
-// deepDiveNote says what became of perf.yaml's deep_dive after a
-// regression. The Nsight Compute runs themselves are not driven by the
-// pipeline yet (trace/ncu builds their command lines and reads and compares
-// their reports; gpugate analyze reads them): where ncu cannot profile, the
-// note is ncu's own reason; where it can, the note says so rather than
-// pretending a deep-dive ran.
-func deepDiveNote(ctx context.Context, ncuPath string) string {
-	if a := ncu.Probe(ctx, ncuPath); !a.OK {
-		return a.Note
-	}
-	return "deep_dive: ncu can profile here, but gpugate run does not run the Nsight Compute deep-dive yet; profile the regressed kernels with ncu and read the reports with gpugate analyze"
 }
 
 // noBaseline is the outcome of a run with nothing stored to compare with:

@@ -112,6 +112,10 @@ type Execution struct {
 	Overhead *gate.Overhead
 	// StepTimes are the job's own logged step times (ms) over all runs.
 	StepTimes []float64
+	// Out is the artifacts folder; RunIDs are the ids Record gave the
+	// runs in the store. The deep-dive writes beside and stores with them.
+	Out    string
+	RunIDs []int64
 }
 
 // Plan is a workload made ready to run: profiler resolved, fingerprint
@@ -241,7 +245,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		o.Out = out
 	}
 	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, escape.Terminal(p.FP.CPU), p.FP.GPUCount, escape.Terminal(p.FP.GPU), escape.Terminal(o.Out))
-	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP}
+	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out}
 	for i := 1; i <= w.Repeat; i++ {
 		runOut := o.Out
 		if w.Repeat > 1 {
