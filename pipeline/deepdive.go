@@ -118,6 +118,9 @@ func workdirOf(w *config.Workload, dir string) string {
 func (r *ncuRun) profile(ctx context.Context, targets []ncu.Target) []profiled {
 	out := make([]profiled, len(targets))
 	dd := r.w.DeepDive
+	if r.log == nil {
+		r.log = io.Discard
+	}
 	for i, t := range targets {
 		if ctx.Err() != nil {
 			out[i].note = "not profiled: interrupted"

@@ -406,3 +406,95 @@ func TestDeepDiveSkipped(t *testing.T) {
 		t.Errorf("no regression: verdict %s, deep-dive %+v, %v", oc.Report.Verdict, oc.Report.DeepDive, err)
 	}
 }
+
+// gpugate ab: both sides are checked out, so both are profiled, each in
+// its own checkout and with its own launches per step; a kernel new in the
+// head is profiled on the head only. Both sides get the stand-in's copy
+// of the same real report, so the line says nothing changed beyond ncu's
+// noise.
+func TestDeepDiveAB(t *testing.T) {
+	ctx := context.Background()
+	rep := fixtures.Path(t, filepath.Join("ncu", "indexspaces-a40", "indexspaces-a40.ncu-rep"))
+	log := standIn(t, "copy "+rep)
+	c, w := ddConfig(t, "    deep_dive: {kernels: 3}\n")
+	brun, _ := synthetic(t, 20, 100, map[string][2]float64{julia: {1, 10}, "other": {1, 30}})
+	hrun, _ := synthetic(t, 20, 140, map[string][2]float64{julia: {2, 20}, "other": {1, 30}, evilKernel: {1, 5}})
+	r := gate.Compare([]gate.Run{brun}, []gate.Run{hrun}, gate.Options{})
+	if r.Verdict != stats.Regression {
+		t.Fatalf("verdict %s", r.Verdict)
+	}
+	baseDir, headDir := t.TempDir(), t.TempDir()
+	out := t.TempDir()
+	d := abDeepDive(ctx, ABOptions{Config: c, Workload: w}, r, &Plan{workdir: baseDir}, &Plan{workdir: headDir}, out)
+	cs := calls(t, log)
+	if len(cs) != 3 {
+		t.Fatalf("%d ncu runs, want 3 (julia on base, julia and the new kernel on head)", len(cs))
+	}
+	for i, want := range []struct{ dir, skip, export string }{
+		{baseDir, "3", filepath.Join(out, "deepdive", "base", "k1", "ncu-1")}, // 3 warm-up steps × 1 launch per step on base
+		{headDir, "6", filepath.Join(out, "deepdive", "head", "k1", "ncu-1")},
+		{headDir, "3", filepath.Join(out, "deepdive", "head", "k2", "ncu-1")},
+	} {
+		dir, _ := filepath.EvalSymlinks(want.dir)
+		if cs[i].dir != dir || flagValue(cs[i].args, "--launch-skip") != want.skip || flagValue(cs[i].args, "--export") != want.export {
+			t.Errorf("run %d: in %s, args %q; want in %s, skip %s, export %s", i+1, cs[i].dir, cs[i].args, dir, want.skip, want.export)
+		}
+	}
+	if len(d.Kernels) != 2 {
+		t.Fatalf("kernels %+v", d.Kernels)
+	}
+	k := d.Kernels[0]
+	if k.BaseFrom != "ncu" || k.Base == nil || k.Head == nil || k.Base.ID != 0 || k.Head.ID != 0 {
+		t.Errorf("julia %+v", k)
+	}
+	if got := k.Summary(); got != "+100%: no change in launch configuration, occupancy or throughput beyond ncu's noise: memory-bound" {
+		t.Errorf("julia's line %q", got)
+	}
+	if e := d.Kernels[1]; e.Base != nil || e.BaseFrom != "" || !strings.Contains(e.Note, "base: the baseline does not run this kernel") {
+		t.Errorf("new kernel %+v", e)
+	}
+	if !strings.Contains(d.Note, "on both sides") {
+		t.Errorf("note %q", d.Note)
+	}
+}
+
+// The nightly refresh with deep_dive records the busiest kernels' ncu
+// data with the baseline runs; the next regression takes the baseline's
+// side from there.
+func TestDeepDiveRecordThenRun(t *testing.T) {
+	ctx := context.Background()
+	rep := fixtures.Path(t, filepath.Join("ncu", "indexspaces-a40", "indexspaces-a40.ncu-rep"))
+	log := standIn(t, "copy "+rep)
+	c, w := ddConfig(t, "    deep_dive: {kernels: 2}\n")
+	db := filepath.Join(t.TempDir(), "b.db")
+	brun, bdoc := synthetic(t, 20, 100, map[string][2]float64{julia: {2, 10}, "other": {1, 30}, "tiny": {1, 0.1}})
+	var logw bytes.Buffer
+	bex := &Execution{Workload: "w", Profiler: "torch", Fingerprint: torchFP, Runs: []gate.Run{brun, brun}, Docs: [][]byte{bdoc, bdoc}, Out: t.TempDir()}
+	if _, err := Judge(ctx, Options{Config: c, Workload: w, DB: db, Branch: "main", Record: true, Log: &logw}, bex); err != nil {
+		t.Fatal(err)
+	}
+	cs := calls(t, log)
+	// The two busiest: other (30 ms per step), then julia (10 ms).
+	if len(cs) != 2 || flagValue(cs[0].args, "--kernel-name") != "regex:^other$" || flagValue(cs[1].args, "--kernel-name") != "regex:^julia__5_11155$" {
+		t.Fatalf("recording's ncu runs: %+v", cs)
+	}
+	s, _ := baseline.Open(ctx, db)
+	rows, err := s.NCUKernels(ctx, bex.RunIDs)
+	s.Close()
+	// "other" is not in the report: only julia is stored, with both runs.
+	if err != nil || len(rows) != 2 || rows[0].Kernel != julia || rows[1].Kernel != julia || rows[0].Rank != 2 {
+		t.Fatalf("stored %+v, %v; log:\n%s", rows, err, logw.String())
+	}
+	if !strings.Contains(logw.String(), "gpugate: deep-dive julia__5_11155(CuKernelContext, CuDeviceArray<Float16x2, (int)1, (int)1>, Float16x2): grid 39312 blocks") {
+		t.Errorf("log:\n%s", logw.String())
+	}
+	crun, cdoc := synthetic(t, 20, 140, map[string][2]float64{julia: {2, 20}, "other": {1, 30}, "tiny": {1, 0.1}})
+	oc, err := Judge(ctx, Options{Config: c, Workload: w, DB: db, Branch: "main"}, &Execution{Workload: "w", Profiler: "torch", Fingerprint: torchFP, Runs: []gate.Run{crun}, Docs: [][]byte{cdoc}, Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := oc.Report.DeepDive
+	if d == nil || len(d.Kernels) != 1 || d.Kernels[0].BaseFrom != "store" || d.Kernels[0].Base == nil || !strings.Contains(d.Note, "come from the deep-dive stored with its runs") {
+		t.Errorf("deep-dive %+v", d)
+	}
+}

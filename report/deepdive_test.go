@@ -44,9 +44,9 @@ func TestDeepDiveLineRealLaunches(t *testing.T) {
 	}
 	change := 18.0
 	r := &gate.Report{Verdict: stats.Regression, DeepDive: &ncu.DeepDiveReport{Note: "Nsight Compute profiled one launch", Kernels: []ncu.KernelResult{
-		{Kernel: head.Name, Function: "julia__5_11155", DeltaMs: 0.5, ChangePct: &change, Base: base, Head: head, BaseFrom: "store"},
+		{Kernel: head.Name, Function: "julia__5_11155", DeltaMs: 0.5, ChangePct: &change, Base: base, Head: head, BaseFrom: "store", Note: "candidate: two launches"},
 	}}}
-	const want = "- `julia__5_11155` +18%: grid 5418 → 39312 blocks, achieved occupancy 38% → 67%, SM throughput 24% → 18%, memory throughput 43% → 91%, SM clock 1.00 → 1.27 GHz, latency-bound → memory-bound: memory-bound\n"
+	const want = "- `julia__5_11155` +18%: grid 5418 → 39312 blocks, achieved occupancy 38% → 67%, SM throughput 24% → 18%, memory throughput 43% → 91%, SM clock 1.00 → 1.27 GHz, latency-bound → memory-bound: memory-bound <sub>(candidate: two launches)</sub>\n"
 	var md bytes.Buffer
 	WriteCompareMarkdown(&md, r)
 	if !strings.Contains(md.String(), "#### Nsight Compute deep-dive\n\n"+want) {
@@ -59,6 +59,29 @@ func TestDeepDiveLineRealLaunches(t *testing.T) {
 	var back gate.Report
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
+	}
+	// Every key of the deep-dive is in the JSON contract.
+	var doc struct {
+		DeepDive map[string]json.RawMessage `json:"deep_dive"`
+	}
+	json.Unmarshal(js.Bytes(), &doc)
+	var ks []map[string]json.RawMessage
+	json.Unmarshal(doc.DeepDive["kernels"], &ks)
+	md0, _ := os.ReadFile(filepath.Join("..", "docs", "json.md"))
+	var names []string
+	for k := range doc.DeepDive {
+		names = append(names, k)
+	}
+	for k := range ks[0] {
+		names = append(names, k)
+	}
+	if len(names) != 2+8 {
+		t.Errorf("deep_dive keys %q", names)
+	}
+	for _, k := range names {
+		if !strings.Contains(string(md0), `"`+k+`"`) {
+			t.Errorf("deep_dive key %q is not documented in docs/json.md", k)
+		}
 	}
 	var md2 bytes.Buffer
 	WriteComment(&md2, &back, CommentInfo{Marker: "<!-- m -->"})

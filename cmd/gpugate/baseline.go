@@ -314,7 +314,7 @@ run's), and says how many runs of other fingerprints it left out.`,
 			} else {
 				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)
 			}
-			return nil
+			return showNCU(ctx, stdout, store, pts)
 		}
 	},
 }
