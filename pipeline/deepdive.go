@@ -207,7 +207,13 @@ func deepDiveDir(o Options, ex *Execution) (string, error) {
 			return "", err
 		}
 	}
-	return filepath.Join(out, "deepdive"), nil
+	// ncu runs in the job's folder: its --export path must not be
+	// relative to ours.
+	abs, err := filepath.Abs(filepath.Join(out, "deepdive"))
+	if err != nil {
+		return "", err
+	}
+	return abs, nil
 }
 
 // result makes a kernel's result from its pick and the two sides.
@@ -426,7 +432,10 @@ func abDeepDive(ctx context.Context, o ABOptions, rep *gate.Report, base, head *
 	if len(picks) == 0 {
 		return skipped("deep-dive: no kernel's time per step grew; nothing to profile")
 	}
-	dir := filepath.Join(out, "deepdive")
+	dir, err := filepath.Abs(filepath.Join(out, "deepdive"))
+	if err != nil {
+		return skipped("deep-dive not run: " + err.Error())
+	}
 	var baseTargets []ncu.Target
 	var baseIdx []int
 	headTargets := make([]ncu.Target, len(picks))

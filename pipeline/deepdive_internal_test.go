@@ -312,12 +312,20 @@ func TestDeepDiveRun(t *testing.T) {
 func TestDeepDiveRunNoBaseData(t *testing.T) {
 	ctx := context.Background()
 	rep := fixtures.Path(t, filepath.Join("ncu", "indexspaces-a40", "indexspaces-a40.ncu-rep"))
-	standIn(t, "copy "+rep)
+	log := standIn(t, "copy "+rep)
 	db, _, ex := regression(t)
 	c, w := ddConfig(t, "    deep_dive: {kernels: 1}\n")
+	// A relative artifacts folder (the default .gpugate/runs/…): ncu runs
+	// in the job's folder, so the report path it gets must be absolute.
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	ex.Out = filepath.Join("rel", "out")
 	oc, err := Judge(ctx, Options{Config: c, Workload: w, DB: db, Branch: "main"}, ex)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cs := calls(t, log); len(cs) != 1 || flagValue(cs[0].args, "--export") != filepath.Join(cwd, "rel", "out", "deepdive", "head", "k1", "ncu-1") {
+		t.Errorf("ncu runs %+v", cs)
 	}
 	d := oc.Report.DeepDive
 	if oc.Report.Verdict != stats.Regression || d == nil || len(d.Kernels) != 1 {

@@ -9,8 +9,10 @@
 #      host-sync, each with `gpugate run`;
 #   3. runs `gpugate analyze` on each CUDA trace and checks kernels per step
 #      > 0, GPU utilization and cpu_wait;
-#   4. runs the ncu deep-dive on the demo's busiest kernel twice (batch 32
-#      and 128) and compares the two launches in one line;
+#   4. runs the ncu deep-dive through `gpugate run` with perf.yaml
+#      deep_dive: a baseline at batch 32 recorded with its kernels' ncu data,
+#      then batch 128, which must regress, with one line per kernel that
+#      compares the two;
 # and writes traces, reports, logs and summary.txt into OUTDIR (plus
 # all.tar.gz of everything). Every step has a timeout and its failure is
 # recorded in the summary without stopping the others.
@@ -219,43 +221,43 @@ PY
 	fi
 done
 
-# --- the ncu deep-dive on the busiest kernel ----------------------------
+# --- the ncu deep-dive, driven by gpugate run ---------------------------
+# A second baseline of the same workload is recorded with deep_dive set, so
+# that the store holds its busiest kernels' ncu data; then the demo at
+# batch 128 must regress against batch 32, and gpugate run profiles the
+# kernels whose time per step grew most on the candidate and takes the
+# baseline's side from the store: one line per kernel in the report.
 if [ -z "$NCU" ]; then
 	result deepdive FAIL "no ncu found (set GPUGATE_NCU)"
-elif [ -f "$OUT/analyze-baseline.json" ]; then
-	# The kernel with the most time, and its launches per step: skip three
-	# steps' worth (warm-up) before profiling one launch.
-	"$PY" - "$OUT/analyze-baseline.json" >"$OUT/kernel.txt" <<'PY' || true
-import json, sys
-p = json.load(open(sys.argv[1]))["profiles"][0]
-if not p.get("kernel_stats"):
-    sys.exit("no kernels in the baseline trace")
-k = p["kernel_stats"][0]
-steps = max(1, len(p["steps"]))
-print(max(1, round(3 * k["count"] / steps)))
-print(k["name"])
-PY
-	skip=$(sed -n 1p "$OUT/kernel.txt")
-	kernel=$(sed -n 2p "$OUT/kernel.txt")
-	if [ -z "$kernel" ]; then
-		result deepdive FAIL "no kernel in analyze-baseline.json"
-	else
-		note "deep-dive kernel (skip $skip launches): $kernel"
-		for b in 32 128; do
-			step "deepdive-b$b" 150 "$DEEPDIVE" -ncu "$NCU" -out "$OUT/ncu-b$b" -kernel "$kernel" -skip "$skip" -clock-control none \
-				-- "$PY" "$ROOT/examples/demo/train.py" --steps 10 --device "$DEVICE" --batch-size "$b" || true
-		done
-		if [ -f "$OUT/ncu-b32/ncu-1.ncu-rep" ]; then
-			step analyze-ncu 60 sh -c '"$0" analyze -ncu "$1" "$2" >"$3"' "$GPUGATE" "$NCU" "$OUT/ncu-b32/ncu-1.ncu-rep" "$OUT/analyze-ncu.txt" || true
-		fi
-		if [ -f "$OUT/ncu-b32/ncu-1.ncu-rep" ] && [ -f "$OUT/ncu-b128/ncu-1.ncu-rep" ]; then
-			if step deepdive-compare 60 "$DEEPDIVE" -ncu "$NCU" -compare "$OUT/ncu-b32/ncu-1.ncu-rep" "$OUT/ncu-b128/ncu-1.ncu-rep"; then
-				note "  batch 32 → 128: $(head -n 1 "$OUT/deepdive-compare.log")"
-			fi
-		fi
-	fi
 else
-	result deepdive SKIP "no baseline analysis to pick a kernel from"
+	dd_config() { # dd_config FILE BATCH
+		sed -e "s/\"--device\", \"$DEVICE\"\]/\"--device\", \"$DEVICE\", \"--batch-size\", \"$2\"]/" \
+			-e 's/^    repeat: 1$/    repeat: 1\n    deep_dive: {kernels: 2, clock_control: none}/' "$CFG" >"$1"
+	}
+	dd_config "$OUT/perf-dd32.yaml" 32
+	dd_config "$OUT/perf-dd128.yaml" 128
+	# The deep-dive runs: GPUGATE_NCU is what gpugate run's deep-dive uses.
+	OK=0 step deepdive-record 240 env GPUGATE_BRANCH=main GPUGATE_NCU="$NCU" \
+		"$GPUGATE" run -config "$OUT/perf-dd32.yaml" -db "$OUT/baseline.db" -out "$OUT/runs/dd32" -format text -record-baseline || true
+	note "  deep-dive with the baseline: $(grep -m1 -e 'deep-dive of .* stored with' -e 'deep-dive skipped' "$OUT/deepdive-record.log" 2>/dev/null | cut -c1-200 || echo 'nothing stored')"
+	OK=1 step deepdive-run 300 env GPUGATE_BRANCH=main GPUGATE_NCU="$NCU" \
+		"$GPUGATE" run -config "$OUT/perf-dd128.yaml" -db "$OUT/baseline.db" -out "$OUT/runs/dd128" -format text || true
+	if grep -q '^Nsight Compute deep-dive:' "$OUT/deepdive-run.log" 2>/dev/null; then
+		sed -n '/^Nsight Compute deep-dive:/,/^$/p' "$OUT/deepdive-run.log" | head -n 12 >"$OUT/deepdive-lines.txt"
+		while IFS= read -r l; do note "  $l"; done <"$OUT/deepdive-lines.txt"
+		if grep -q '→' "$OUT/deepdive-lines.txt" && ! grep -q 'deep-dive skipped' "$OUT/deepdive-lines.txt"; then
+			result deepdive-lines ok "a kernel line compares baseline and candidate"
+		else
+			result deepdive-lines FAIL "no kernel line with both sides (see deepdive-lines.txt)"
+		fi
+		for rep in "$OUT"/runs/dd128/deepdive/head/k*/ncu-1.ncu-rep; do
+			[ -f "$rep" ] || continue
+			OK=0 step analyze-ncu 60 sh -c '"$0" analyze -ncu "$1" "$2"' "$GPUGATE" "$NCU" "$rep" || true
+			break
+		done
+	else
+		result deepdive-lines FAIL "gpugate run printed no deep-dive (see deepdive-run.log)"
+	fi
 fi
 
 tar -czf "$OUT/all.tar.gz" -C "$OUT" --exclude all.tar.gz . 2>/dev/null || true
