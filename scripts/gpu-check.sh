@@ -243,7 +243,7 @@ else
 	OK=1 step deepdive-run 300 env GPUGATE_BRANCH=main GPUGATE_NCU="$NCU" \
 		"$GPUGATE" run -config "$OUT/perf-dd128.yaml" -db "$OUT/baseline.db" -out "$OUT/runs/dd128" -format text || true
 	if grep -q '^Nsight Compute deep-dive:' "$OUT/deepdive-run.log" 2>/dev/null; then
-		sed -n '/^Nsight Compute deep-dive:/,/^$/p' "$OUT/deepdive-run.log" | head -n 12 >"$OUT/deepdive-lines.txt"
+		sed -n '/^Nsight Compute deep-dive:/,/^$/p' "$OUT/deepdive-run.log" | grep -v '^$' | head -n 12 >"$OUT/deepdive-lines.txt"
 		while IFS= read -r l; do note "  $l"; done <"$OUT/deepdive-lines.txt"
 		if grep -q '→' "$OUT/deepdive-lines.txt" && ! grep -q 'deep-dive skipped' "$OUT/deepdive-lines.txt"; then
 			result deepdive-lines ok "a kernel line compares baseline and candidate"
