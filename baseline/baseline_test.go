@@ -270,8 +270,8 @@ func TestMigrations(t *testing.T) {
 		var v int
 		db.QueryRow(`PRAGMA user_version`).Scan(&v)
 		db.Close()
-		if v != 3 {
-			t.Errorf("%s: user_version %d, want 3", filepath.Base(p), v)
+		if v != 5 {
+			t.Errorf("%s: user_version %d, want 5", filepath.Base(p), v)
 		}
 		integrity(t, p)
 	}

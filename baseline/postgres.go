@@ -70,6 +70,10 @@ var pgMigrations = []string{
 	);`,
 
 	`CREATE INDEX runs_fingerprint ON runs (workload, branch, kind, fingerprint_hash, created_at);`,
+
+	`SELECT 1`, // 4: the ncu table, on another branch (see sqliteMigrations)
+
+	`ALTER TABLE runs ADD COLUMN conditions TEXT NOT NULL DEFAULT ''`,
 }
 
 // IsURL reports whether target names a PostgreSQL server rather than a

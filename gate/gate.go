@@ -111,6 +111,10 @@ type Report struct {
 	// intended: Verdict is then "accepted" and the metric results still
 	// say "regression".
 	Accepted *Acceptance `json:"accepted,omitempty"`
+	// Conditions are the runs' run conditions (nvidia-smi's clocks,
+	// throttling, other processes) and what they void; null when the
+	// comparison was made without them.
+	Conditions *RunConditions `json:"run_conditions"`
 }
 
 // Acceptance records who accepted a regression, and which metrics.

@@ -43,6 +43,9 @@ type Query struct {
 type Selection struct {
 	Stored []baseline.Run
 	Runs   []gate.Run
+	// Conditions are the runs' stored run conditions, nil for a run
+	// recorded without.
+	Conditions []*gate.Conditions
 	// Commits are the short commits of the picked runs, newest first.
 	Commits []string
 	Newest  time.Time
@@ -124,8 +127,13 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
 			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
 		}
+		cond, err := storedConditions(s)
+		if err != nil {
+			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
+		}
 		sel.Stored = append(sel.Stored, s)
 		sel.Runs = append(sel.Runs, doc.Results())
+		sel.Conditions = append(sel.Conditions, cond)
 		sel.Commits = append(sel.Commits, Short(s.Commit))
 		if s.Created.After(sel.Newest) {
 			sel.Newest = s.Created
@@ -206,6 +214,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time) (*g
 	}
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate})
 	rep.Overhead = ex.Overhead
+	applyConditions(rep, sel.Conditions, ex.Conditions)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
 	if age := now.Sub(sel.Newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
@@ -224,9 +233,13 @@ type Meta struct {
 // Record stores every analyzed run of ex, each in its own transaction.
 func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) error {
 	fpJSON, _ := json.Marshal(ex.Fingerprint)
-	for _, d := range ex.Docs {
+	for i, d := range ex.Docs {
+		var cond []byte
+		if i < len(ex.Conditions) {
+			cond = conditionsJSON(ex.Conditions[i])
+		}
 		if _, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
-			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d}); err != nil {
+			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d, Conditions: cond}); err != nil {
 			return err
 		}
 	}
@@ -327,6 +340,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, branch, store.Name())
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = ex.Overhead
+		applyConditions(rep, nil, ex.Conditions)
 		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "recorded as baseline of " + branch}, nil
 	}
 
@@ -352,6 +366,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 			}
 			rep := gate.NoBaseline(cand, msg)
 			rep.Verdict = stats.Inconclusive
+			applyConditions(rep, nil, ex.Conditions)
 			return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
 		return noBaseline(o, ex, store.Name()), nil
@@ -398,6 +413,7 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	rep := gate.NoBaseline(ex.Runs, msg)
 	rep.Verdict = stats.NoBaseline
 	rep.Overhead = ex.Overhead
+	applyConditions(rep, nil, ex.Conditions)
 	oc := &Outcome{Workload: w.Name, Report: rep, Cand: ex.Runs, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
 	if c.Baseline.OnMissing == "fail" {
 		oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)

@@ -112,6 +112,8 @@ type Execution struct {
 	Overhead *gate.Overhead
 	// StepTimes are the job's own logged step times (ms) over all runs.
 	StepTimes []float64
+	// Conditions are each run's run conditions, in the order of Runs.
+	Conditions []*gate.Conditions
 }
 
 // Plan is a workload made ready to run: profiler resolved, fingerprint
@@ -181,6 +183,8 @@ type Once struct {
 	Doc       []byte   // analyze JSON; nil for profiler none
 	StepTimes []float64
 	Duration  time.Duration
+	// Conditions are what nvidia-smi saw while the job ran.
+	Conditions *gate.Conditions
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -194,7 +198,8 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
-	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions}
+	writeConditions(out, res.Conditions)
 	if p.Profiler == runner.None {
 		if len(res.StepTimes) == 0 {
 			return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
@@ -258,6 +263,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		}
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
+		ex.Conditions = append(ex.Conditions, once.Conditions)
 		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds())
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {

@@ -233,6 +233,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		}
 		fmt.Fprint(w, "\n</details>\n")
 	}
+	writeConditionsMarkdown(w, r.Conditions)
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), r.Noise)
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
@@ -334,6 +335,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "\n%s (%s)%s: %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity), tag,
 			escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
 	}
+	WriteConditionsText(w, r.Conditions)
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), r.Noise)
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 )
 
@@ -67,6 +68,9 @@ type Job struct {
 	// KillGrace is how long the process group gets between SIGTERM and
 	// SIGKILL; 5 s by default.
 	KillGrace time.Duration
+	// SMIPath is the nvidia-smi that samples the run conditions; empty
+	// finds it on PATH, and without one the conditions say "not sampled".
+	SMIPath string
 }
 
 // Result is what a run produced.
@@ -79,6 +83,10 @@ type Result struct {
 	// Killed lists, as "pid (comm)", the processes the job left running
 	// (daemons, stray workers) that were killed after it.
 	Killed []string
+	// Conditions are the run conditions nvidia-smi reported while the job
+	// ran (StartSMI); never nil after the job started, NotSampled says why
+	// when nothing was measured.
+	Conditions *gate.Conditions
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -275,6 +283,8 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		return &Error{Job: job.Name, What: fmt.Sprintf("could not start %q: %v", args[0], err), Log: res.Log}
 	}
 	pw.Close()
+	smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+	defer func() { res.Conditions = smi.Stop() }()
 	start := time.Now()
 	if job.StopCommands {
 		defer escape.StopCommands(job.Output)()
