@@ -115,6 +115,9 @@ type Report struct {
 	// throttling, other processes) and what they void; null when the
 	// comparison was made without them.
 	Conditions *RunConditions `json:"run_conditions"`
+	// Work is throughput and FLOPs side by side (work.go); null when
+	// neither side has them.
+	Work *WorkComparison `json:"work"`
 }
 
 // Acceptance records who accepted a regression, and which metrics.
@@ -246,6 +249,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.Findings = findings(base, cand)
 	rep.syncFinding(cand)
 	rep.explain()
+	rep.compareWork(base, cand)
 	for _, rs := range [][]Run{base, cand} {
 		for _, run := range rs {
 			for _, r := range run {

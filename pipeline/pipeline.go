@@ -174,6 +174,7 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		python = args[0]
 	}
 	p.FP = runner.TakeFingerprint(ctx, python, p.nsysBin, p.Profiler)
+	p.aopt.Work = analysis.Work{SamplesPerStep: w.SamplesPerStep, TokensPerStep: w.TokensPerStep, MFUDtype: w.MFUDtype, Device: p.FP.GPU}
 	return p, nil
 }
 
@@ -194,6 +195,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
 		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
+		FLOPs: w.FLOPs,
 	})
 	if err != nil {
 		return nil, err

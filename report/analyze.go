@@ -46,6 +46,9 @@ type Profile struct {
 	KernelStats []analysis.KernelStat `json:"kernel_stats"`
 	Findings    []analysis.Finding    `json:"findings"`
 	Warnings    []string              `json:"warnings"`
+	// Work is the steps' throughput and FLOPs, aligned with Steps; null
+	// when neither is known (analysis.WorkResult).
+	Work *analysis.WorkResult `json:"work"`
 }
 
 // Device is a GPU the profile ran on.
@@ -134,6 +137,7 @@ func newProfile(r *analysis.Result) Profile {
 		KernelStats: r.KernelStats,
 		Findings:    r.Findings(),
 		Warnings:    r.Warnings,
+		Work:        r.Work,
 		Devices:     []Device{},
 		Steps:       make([]Step, 0, len(r.Steps)),
 		LeftOut:     r.LeftOut,
@@ -293,8 +297,14 @@ func writeProfileText(w io.Writer, p *Profile) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k, num(s.Median), num(s.Mean), num(s.P90), num(s.Min), num(s.Max))
+		if k == "step_time_ms" {
+			writeWorkSummaryRows(tw, p.Work) // beside step time: derived from it
+		}
 	}
 	tw.Flush()
+	if note := workNote(p.Work); note != "" {
+		fmt.Fprintf(w, "%s\n", escape.Terminal(note))
+	}
 	if len(p.Steps) > 1 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -369,6 +379,9 @@ func (a *Analysis) Results() []*analysis.Result {
 			steps = steps[lo:hi]
 		}
 		r := analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats)
+		if p.Work != nil && len(p.Work.Steps) == len(steps) {
+			r.Work = p.Work
+		}
 		r.LeftOut = leftOut
 		r.WholeProfile = p.Whole
 		out = append(out, r)

@@ -182,6 +182,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 			delta(m), allowance(m), verdictWord(m.Verdict), p)
 	}
 	fmt.Fprintf(w, "\nMedians over steps. %s Bold metrics gate the check; the others explain it.\n", legend(r))
+	writeWorkMarkdown(w, r.Work)
 	var notes []string
 	for _, m := range r.Metrics {
 		switch {
@@ -308,6 +309,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", gateMark+m.Name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
 			delta(m), "±"+allowance(m), m.Verdict, m.P, m.Baseline.N, m.Candidate.N)
 	}
+	writeWorkText(w, r.Work)
 	for _, m := range r.Metrics {
 		switch {
 		case m.Verdict == stats.Regression && m.Why != "":

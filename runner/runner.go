@@ -68,6 +68,9 @@ type Job struct {
 	// KillGrace is how long the process group gets between SIGTERM and
 	// SIGKILL; 5 s by default.
 	KillGrace time.Duration
+	// FLOPs makes the torch injection record operator shapes and flops
+	// (perf.yaml flops: true), for FLOP counting.
+	FLOPs bool
 	// SMIPath is the nvidia-smi that samples the run conditions; empty
 	// finds it on PATH, and without one the conditions say "not sampled".
 	SMIPath string
@@ -163,6 +166,9 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			"GPUGATE_STEP_LOG=1",
 			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
 			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+		if job.FLOPs {
+			env = append(env, "GPUGATE_FLOPS=1")
+		}
 	case Nsys:
 		dir, err := prepare(out, "nvtx")
 		if err != nil {
