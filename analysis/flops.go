@@ -42,10 +42,10 @@ type WorkResult struct {
 	Uncounted int `json:"uncounted_ops"`
 	// Device is the GPU model MFU is measured on; PeakTFLOPS its dense
 	// datasheet peak for Dtype. MFUAbsent says why there is no MFU.
-	Device     string   `json:"device,omitempty"`
-	Dtype      string   `json:"mfu_dtype"`
-	PeakTFLOPS *float64 `json:"peak_tflops"`
-	MFUAbsent  string   `json:"mfu_absent,omitempty"`
+	Device     string     `json:"device,omitempty"`
+	Dtype      string     `json:"mfu_dtype"`
+	PeakTFLOPS *float64   `json:"peak_tflops"`
+	MFUAbsent  string     `json:"mfu_absent,omitempty"`
 	Steps      []StepWork `json:"steps"`
 }
 

@@ -127,7 +127,7 @@ func (r *Report) compareWork(base, cand []Run) {
 		}
 		if m.Candidate.Median < m.Baseline.Median && *fc < 0.99**fb {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("fewer FLOPs, not faster FLOPs: the candidate's step is %.1f%% shorter, but it does %.1f%% fewer FLOPs per %s (%s → %s): check that the model still computes what it should before calling it a speed-up",
-				100*(m.Baseline.Median-m.Candidate.Median)/m.Baseline.Median, 100*(*fb-*fc)/ *fb, unit, gflop(*fb), gflop(*fc)))
+				100*(m.Baseline.Median-m.Candidate.Median)/m.Baseline.Median, 100*(*fb-*fc) / *fb, unit, gflop(*fb), gflop(*fc)))
 		}
 	}
 }

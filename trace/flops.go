@@ -55,7 +55,7 @@ var flopKinds = map[string]FLOPKind{
 	"aten::conv1d": FLOPConv, "aten::conv2d": FLOPConv, "aten::conv3d": FLOPConv,
 	"aten::convolution": FLOPConvolution, "aten::_convolution": FLOPConvolution,
 	"aten::conv_transpose1d": FLOPConvTranspose, "aten::conv_transpose2d": FLOPConvTranspose, "aten::conv_transpose3d": FLOPConvTranspose,
-	"aten::convolution_backward": FLOPConvBackward,
+	"aten::convolution_backward":       FLOPConvBackward,
 	"aten::cudnn_convolution_backward": FLOPUncountable, "aten::mkldnn_convolution_backward": FLOPUncountable,
 	"aten::miopen_convolution_backward": FLOPUncountable, "aten::thnn_conv2d_backward": FLOPUncountable,
 	"aten::slow_conv2d_backward": FLOPUncountable, "aten::cudnn_convolution_transpose_backward": FLOPUncountable,
