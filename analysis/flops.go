@@ -31,8 +31,9 @@ type WorkResult struct {
 	SamplesPerStep float64 `json:"samples_per_step,omitempty"`
 	TokensPerStep  float64 `json:"tokens_per_step,omitempty"`
 	// FLOPsSource is "trace" (the ops' own flops args), "shapes"
-	// (computed from their recorded input shapes, trace.FLOPsFromShapes)
-	// or "" when the trace holds neither.
+	// (computed from their recorded input shapes, trace.FLOPsFromShapes),
+	// "trace+shapes" (each op's flops arg where torch wrote one, its
+	// shapes elsewhere) or "" when no operator could be counted.
 	FLOPsSource string `json:"flops_source"`
 	// FLOPOps counts the top-level counted operators in the steps;
 	// Uncounted those among them whose FLOPs could not be computed (their
@@ -160,12 +161,7 @@ func (r *Result) work(w Work) *WorkResult {
 	perStep := make([]float64, len(r.Steps))
 	counted := make([]int, len(r.Steps))
 	missing := make([]int, len(r.Steps))
-	fromTrace := false
-	for _, op := range ops {
-		if op.FromTrace {
-			fromTrace = true
-		}
-	}
+	fromTrace, fromShapes := false, false
 	for _, op := range ops {
 		i, ok := slices.BinarySearchFunc(r.Steps, op.Start, func(s Step, t int64) int {
 			switch {
@@ -180,22 +176,29 @@ func (r *Result) work(w Work) *WorkResult {
 			continue
 		}
 		wr.FLOPOps++
-		// With flops args in the trace, those are the count; an operator
-		// without one (torch computes flops for some operators only) is
-		// uncounted rather than mixed in from shapes.
-		if math.IsNaN(op.FLOPs) || (fromTrace && !op.FromTrace) {
+		// An operator's own flops arg is its count where torch wrote one
+		// (with_flops: mm, addmm, bmm, baddbmm, conv2d), else its shapes
+		// give it (linear, convolution_backward, and everything on torch
+		// 2.6's CPU profiler); both follow the same formulas.
+		if math.IsNaN(op.FLOPs) {
 			wr.Uncounted++
 			missing[i]++
 			continue
+		}
+		if op.FromTrace {
+			fromTrace = true
+		} else {
+			fromShapes = true
 		}
 		perStep[i] += op.FLOPs
 		counted[i]++
 	}
 	switch {
-	case wr.FLOPOps == 0:
+	case fromTrace && fromShapes:
+		wr.FLOPsSource = "trace+shapes"
 	case fromTrace:
 		wr.FLOPsSource = "trace"
-	default:
+	case fromShapes:
 		wr.FLOPsSource = "shapes"
 	}
 	device := w.Device

@@ -158,3 +158,19 @@ func stepMs(r *Result) []float64 {
 	}
 	return out
 }
+
+// TestWorkMixedSources: an operator's own flops arg counts where the trace
+// has one (torch writes them for mm and conv2d on CUDA), its shapes
+// elsewhere (convolution_backward, linear): both in one step.
+func TestWorkMixedSources(t *testing.T) {
+	p := trace.New("t.json", trace.FormatKineto)
+	p.FLOPOps = []trace.FLOPOp{
+		{Start: 100, End: 200, Thread: 1, Kind: trace.FLOPConv, FLOPs: 5e6, FromTrace: true},
+		{Start: 300, End: 400, Thread: 2, Kind: trace.FLOPConvBackward, FLOPs: 1e7},
+	}
+	r := &Result{Profile: p, Steps: []Step{{HostStart: 0, HostEnd: 1000, Start: 0, End: 1000}}}
+	w := r.work(Work{})
+	if w.FLOPsSource != "trace+shapes" || *w.Steps[0].FLOPs != 1.5e7 || w.MFUAbsent == "" {
+		t.Errorf("work %+v step %+v", w, w.Steps[0])
+	}
+}

@@ -50,6 +50,8 @@ func workNote(wr *analysis.WorkResult) string {
 		parts = append(parts, fmt.Sprintf("FLOPs: the trace's flops args of %d top-level matmul/conv operators", wr.FLOPOps))
 	case "shapes":
 		parts = append(parts, fmt.Sprintf("FLOPs: computed from the recorded shapes of %d top-level matmul/conv operators", wr.FLOPOps))
+	case "trace+shapes":
+		parts = append(parts, fmt.Sprintf("FLOPs: %d top-level matmul/conv operators, their flops args where the trace has them, else their shapes", wr.FLOPOps))
 	}
 	if wr.Uncounted > 0 {
 		parts = append(parts, fmt.Sprintf("%d of them without a count (shapes missing or not understood)", wr.Uncounted))
