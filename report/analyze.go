@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/trace"
 )
@@ -22,6 +23,11 @@ import (
 type Analysis struct {
 	Profiles []Profile `json:"profiles"`
 	Ranks    *Ranks    `json:"ranks"`
+	// RunConditions are what nvidia-smi saw while the traced run ran, when
+	// analyze finds them (gpugate run's conditions.json beside the
+	// traces); absent from documents that gpugate run stores, which keep
+	// them in their own column.
+	RunConditions *gate.Conditions `json:"run_conditions,omitempty"`
 }
 
 // Profile is one rank's analysis.
@@ -236,6 +242,12 @@ func (a *Analysis) WriteText(w io.Writer) error {
 	if a.Ranks != nil {
 		fmt.Fprintf(w, "\nranks: %d, median step time %.2f ms (fastest, %s) to %.2f ms (slowest, %s): spread %.1f%%\n",
 			a.Ranks.Count, a.Ranks.Fastest.StepTimeMs, rankLabel(a.Ranks.Fastest), a.Ranks.Slowest.StepTimeMs, rankLabel(a.Ranks.Slowest), a.Ranks.SpreadPct)
+	}
+	if a.RunConditions != nil {
+		fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")
+		for _, l := range ConditionsText([]*gate.Conditions{a.RunConditions}) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	return nil
 }
