@@ -211,11 +211,14 @@ func (r *Result) work(w Work) *WorkResult {
 	peak, _, why, ok := PeakTFLOPS(device, wr.Dtype)
 	if ok {
 		wr.PeakTFLOPS = &peak
-	} else {
-		wr.MFUAbsent = why
 	}
-	if wr.FLOPsSource == "" && wr.MFUAbsent == "" {
-		wr.MFUAbsent = "no FLOPs: the trace records neither flops nor shapes of the counted operators (perf.yaml flops: true records them)"
+	switch {
+	case wr.FLOPsSource == "" && wr.Uncounted == 0:
+		// The most basic reason first: without FLOPs there is no MFU
+		// whatever the GPU (torch 1.13's CPU-only trace has empty args).
+		wr.MFUAbsent = "no FLOPs: the trace records neither flops nor shapes of matmul/conv operators (perf.yaml flops: true records them; torch 1.13's CPU-only profiler writes none)"
+	case !ok:
+		wr.MFUAbsent = why
 	}
 	if wr.Uncounted > 0 && wr.MFUAbsent == "" {
 		wr.MFUAbsent = fmt.Sprintf("%d of %d matmul/conv operators have no FLOP count (shapes or scalar arguments such as strides not recorded): steps with one have no FLOPs", wr.Uncounted, wr.FLOPOps)

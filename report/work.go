@@ -58,7 +58,7 @@ func workNote(wr *analysis.WorkResult) string {
 	}
 	if wr.PeakTFLOPS != nil {
 		parts = append(parts, fmt.Sprintf("MFU against the %s datasheet peak of %s, %g TFLOP/s dense", wr.Dtype, wr.Device, *wr.PeakTFLOPS))
-	} else if wr.MFUAbsent != "" && wr.FLOPsSource != "" {
+	} else if wr.MFUAbsent != "" {
 		parts = append(parts, "no MFU: "+wr.MFUAbsent)
 	}
 	return strings.Join(parts, "; ")
