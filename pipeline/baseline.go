@@ -341,6 +341,9 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = ex.Overhead
 		applyConditions(rep, nil, ex.Conditions)
+		if v := rep.Conditions.Void; len(v) > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded as a baseline although its run conditions were bad (%s): a candidate that passes against baselines pooled with it can be voided as inconclusive; record another with gpugate baseline refresh", strings.Join(v, "; ")))
+		}
 		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "recorded as baseline of " + branch}, nil
 	}
 
