@@ -31,6 +31,9 @@ func conditionLines(c *gate.Conditions, name, txt func(string) string) []string 
 		return []string{txt("not recorded")}
 	}
 	if !c.Sampled {
+		if strings.HasPrefix(c.NotSampled, "not recorded") {
+			return []string{txt(c.NotSampled)} // not "not sampled: not recorded"
+		}
 		return []string{txt("not sampled: " + c.NotSampled)}
 	}
 	var out []string
