@@ -48,6 +48,8 @@ type Options struct {
 	// KeepEdges keeps the first and last steps that Analyze otherwise
 	// leaves out (see Trim).
 	KeepEdges bool
+	// Work turns step times into throughput and counts FLOPs (flops.go).
+	Work Work
 }
 
 func (o Options) withDefaults() Options {
@@ -135,6 +137,9 @@ type KernelStat struct {
 // Result is the analysis of one profile.
 type Result struct {
 	Profile *trace.Profile
+	// Work is the steps' throughput and FLOPs (flops.go), aligned with
+	// Steps; nil when neither is known.
+	Work *WorkResult
 	// HasGPU is false for profiles without any GPU activity or CUDA API
 	// call; GPU metrics are then absent, never zero.
 	HasGPU bool
@@ -261,6 +266,7 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		r.StepConfidence = r.stepConfidence(inf.trust)
 	}
 	r.trim()
+	r.Work = r.work(opt.Work)
 	return r
 }
 

@@ -261,17 +261,22 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts, err := s.Series(ctx, "w", "main", "abc", "step_time_ns")
+	old, err2 := s.Baselines(ctx, "w", "main", "abc", 1)
 	s.Close()
 	if err != nil || len(pts) != 1 || pts[0].RunID != 7 || pts[0].N != 3 {
 		t.Errorf("after migration from version 1: %+v, %v", pts, err)
+	}
+	// A run from before schema 5 has no run conditions: nil, not "".
+	if err2 != nil || len(old) != 1 || old[0].Conditions != nil {
+		t.Errorf("after migration: run %+v, %v; want it without conditions", old, err2)
 	}
 	for _, p := range []string{empty, v1} {
 		db, _ := sql.Open("sqlite", p)
 		var v int
 		db.QueryRow(`PRAGMA user_version`).Scan(&v)
 		db.Close()
-		if v != 4 {
-			t.Errorf("%s: user_version %d, want 4", filepath.Base(p), v)
+		if v != 5 {
+			t.Errorf("%s: user_version %d, want 5", filepath.Base(p), v)
 		}
 		integrity(t, p)
 	}
@@ -282,7 +287,7 @@ func dump(t *testing.T, be backend, target string) string {
 	db := be.raw(t, target)
 	var b strings.Builder
 	for _, q := range []string{
-		`SELECT id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis FROM runs ORDER BY id`,
+		`SELECT id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis, conditions FROM runs ORDER BY id`,
 		`SELECT * FROM samples ORDER BY run_id, rank, metric, step`,
 		`SELECT * FROM kernels ORDER BY run_id, rank, name`,
 		`SELECT * FROM findings ORDER BY run_id, rank, id`,
@@ -342,6 +347,10 @@ func TestExportImportLossless(t *testing.T) {
 				for i := range 3 {
 					r := run(d, fmt.Sprint("c", i))
 					r.Created = time.Unix(1700000000-int64(i)*60, 0) // ids and times in opposite orders
+					if i == 1 {
+						// Run conditions (schema 5) travel too; the others have none.
+						r.Conditions = []byte(`{"sampled": true, "gpus": [{"index": 0, "name": "NVIDIA H200\n::x", "reason_share": {"hw_slowdown": 0.4}}]}`)
+					}
 					s.Record(ctx, r)
 				}
 				e, err := s.Export(ctx)

@@ -73,6 +73,9 @@ var pgMigrations = []string{
 
 	// 4: the Nsight Compute deep-dive's kernels of a run (baseline/ncu.go).
 	pgNCUMigration,
+
+	// 5: the run conditions nvidia-smi saw while the run ran (see sqliteMigrations).
+	`ALTER TABLE runs ADD COLUMN conditions TEXT NOT NULL DEFAULT ''`,
 }
 
 // IsURL reports whether target names a PostgreSQL server rather than a

@@ -68,6 +68,18 @@ type Workload struct {
 	// DeepDive, when set, reruns the job under Nsight Compute on the
 	// kernels that regressed (opt-in).
 	DeepDive *DeepDive `yaml:"deep_dive"`
+	// SamplesPerStep and TokensPerStep, when set, are what one step of one
+	// process consumes: samples/s and tokens/s per step are reported beside
+	// step time (derived from it, so they do not gate).
+	SamplesPerStep float64 `yaml:"samples_per_step"`
+	TokensPerStep  float64 `yaml:"tokens_per_step"`
+	// FLOPs makes torch.profiler record operator shapes (and flops), so
+	// that FLOPs, TFLOP/s and MFU per step are reported; opt-in, as
+	// recording shapes costs profiler overhead.
+	FLOPs bool `yaml:"flops"`
+	// MFUDtype is the dtype whose datasheet peak MFU is measured against:
+	// fp32, tf32, bf16 (the default), fp16 or fp8.
+	MFUDtype string `yaml:"mfu_dtype"`
 
 	line, col         int             // where the workload starts, for errors
 	nameLine, nameCol int             // where its name is
@@ -525,6 +537,20 @@ func (c *Config) validate() Errors {
 		}
 		if w.Nsys.Trace == "" {
 			w.Nsys.Trace = "cuda,nvtx,osrt"
+		}
+		for _, t := range []struct {
+			key string
+			v   float64
+		}{{"samples_per_step", w.SamplesPerStep}, {"tokens_per_step", w.TokensPerStep}} {
+			if w.set[t.key] && !(t.v > 0 && t.v <= 1e15) {
+				bad(w, "workload %q: %s must be a positive number (up to 1e15), not %v", w.Name, t.key, t.v)
+			}
+		}
+		if w.MFUDtype == "" {
+			w.MFUDtype = "bf16"
+		}
+		if !contains(analysis.MFUDtypes, w.MFUDtype) {
+			bad(w, "workload %q: mfu_dtype %q: want one of %s", w.Name, w.MFUDtype, strings.Join(analysis.MFUDtypes, ", "))
 		}
 		if dd := w.DeepDive; dd != nil {
 			at := func(format string, args ...any) {

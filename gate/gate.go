@@ -116,6 +116,13 @@ type Report struct {
 	// regressed (perf.yaml deep_dive, after a regression); omitted when
 	// none was asked for.
 	DeepDive *ncu.DeepDiveReport `json:"deep_dive,omitempty"`
+	// Conditions are the runs' run conditions (nvidia-smi's clocks,
+	// throttling, other processes) and what they void; null when the
+	// comparison was made without them.
+	Conditions *RunConditions `json:"run_conditions"`
+	// Work is throughput and FLOPs side by side (work.go); null when
+	// neither side has them.
+	Work *WorkComparison `json:"work"`
 }
 
 // Acceptance records who accepted a regression, and which metrics.
@@ -247,6 +254,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.Findings = findings(base, cand)
 	rep.syncFinding(cand)
 	rep.explain()
+	rep.compareWork(base, cand)
 	for _, rs := range [][]Run{base, cand} {
 		for _, run := range rs {
 			for _, r := range run {

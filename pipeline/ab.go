@@ -189,6 +189,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	}
 
 	var baseRuns, headRuns []gate.Run
+	var baseConds, headConds []*gate.Conditions
 	var order []string
 	first := 1
 	if o.Warmup {
@@ -212,8 +213,10 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 			}
 			if s.Name == "base" {
 				baseRuns = append(baseRuns, once.Run)
+				baseConds = append(baseConds, once.Conditions)
 			} else {
 				headRuns = append(headRuns, once.Run)
+				headConds = append(headConds, once.Conditions)
 			}
 		}
 	}
@@ -223,6 +226,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		return nil, err
 	}
 	rep := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate})
+	applyConditions(rep, baseConds, headConds)
 	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine (%s); no stored baseline took part, so no fingerprint mismatch is possible",
 		Short(base.Commit), Short(head.Commit), strings.Join(order, " "))}, rep.Warnings...)
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {

@@ -42,6 +42,9 @@ type Query struct {
 type Selection struct {
 	Stored []baseline.Run
 	Runs   []gate.Run
+	// Conditions are the runs' stored run conditions, nil for a run
+	// recorded without.
+	Conditions []*gate.Conditions
 	// Commits are the short commits of the picked runs, newest first.
 	Commits []string
 	Newest  time.Time
@@ -123,8 +126,13 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
 			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
 		}
+		cond, err := storedConditions(s)
+		if err != nil {
+			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
+		}
 		sel.Stored = append(sel.Stored, s)
 		sel.Runs = append(sel.Runs, doc.Results())
+		sel.Conditions = append(sel.Conditions, cond)
 		sel.Commits = append(sel.Commits, Short(s.Commit))
 		if s.Created.After(sel.Newest) {
 			sel.Newest = s.Created
@@ -205,6 +213,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time) (*g
 	}
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate})
 	rep.Overhead = ex.Overhead
+	applyConditions(rep, sel.Conditions, ex.Conditions)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
 	if age := now.Sub(sel.Newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
@@ -223,9 +232,13 @@ type Meta struct {
 // Record stores every analyzed run of ex, each in its own transaction.
 func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) error {
 	fpJSON, _ := json.Marshal(ex.Fingerprint)
-	for _, d := range ex.Docs {
+	for i, d := range ex.Docs {
+		var cond []byte
+		if i < len(ex.Conditions) {
+			cond = conditionsJSON(ex.Conditions[i])
+		}
 		id, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
-			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d})
+			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d, Conditions: cond})
 		if err != nil {
 			return err
 		}
@@ -331,6 +344,10 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		}
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = ex.Overhead
+		applyConditions(rep, nil, ex.Conditions)
+		if v := rep.Conditions.Void; len(v) > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded as a baseline although its run conditions were bad (%s): a candidate that passes against baselines pooled with it can be voided as inconclusive; record another with gpugate baseline refresh", strings.Join(v, "; ")))
+		}
 		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "recorded as baseline of " + branch}, nil
 	}
 
@@ -356,6 +373,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 			}
 			rep := gate.NoBaseline(cand, msg)
 			rep.Verdict = stats.Inconclusive
+			applyConditions(rep, nil, ex.Conditions)
 			return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
 		return noBaseline(o, ex, store.Name()), nil
@@ -389,6 +407,7 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	rep := gate.NoBaseline(ex.Runs, msg)
 	rep.Verdict = stats.NoBaseline
 	rep.Overhead = ex.Overhead
+	applyConditions(rep, nil, ex.Conditions)
 	oc := &Outcome{Workload: w.Name, Report: rep, Cand: ex.Runs, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
 	if c.Baseline.OnMissing == "fail" {
 		oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)

@@ -116,6 +116,8 @@ type Execution struct {
 	// runs in the store. The deep-dive writes beside and stores with them.
 	Out    string
 	RunIDs []int64
+	// Conditions are each run's run conditions, in the order of Runs.
+	Conditions []*gate.Conditions
 }
 
 // Plan is a workload made ready to run: profiler resolved, fingerprint
@@ -176,6 +178,7 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		python = args[0]
 	}
 	p.FP = runner.TakeFingerprint(ctx, python, p.nsysBin, p.Profiler)
+	p.aopt.Work = analysis.Work{SamplesPerStep: w.SamplesPerStep, TokensPerStep: w.TokensPerStep, MFUDtype: w.MFUDtype, Device: p.FP.GPU}
 	return p, nil
 }
 
@@ -185,6 +188,8 @@ type Once struct {
 	Doc       []byte   // analyze JSON; nil for profiler none
 	StepTimes []float64
 	Duration  time.Duration
+	// Conditions are what nvidia-smi saw while the job ran.
+	Conditions *gate.Conditions
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -194,11 +199,13 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
 		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
+		FLOPs: w.FLOPs,
 	})
 	if err != nil {
 		return nil, err
 	}
-	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions}
+	writeConditions(out, res.Conditions)
 	if p.Profiler == runner.None {
 		if len(res.StepTimes) == 0 {
 			return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
@@ -262,6 +269,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		}
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
+		ex.Conditions = append(ex.Conditions, once.Conditions)
 		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds())
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {

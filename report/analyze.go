@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/trace"
 )
@@ -22,6 +23,11 @@ import (
 type Analysis struct {
 	Profiles []Profile `json:"profiles"`
 	Ranks    *Ranks    `json:"ranks"`
+	// RunConditions are what nvidia-smi saw while the traced run ran, when
+	// analyze finds them (gpugate run's conditions.json beside the
+	// traces); absent from documents that gpugate run stores, which keep
+	// them in their own column.
+	RunConditions *gate.Conditions `json:"run_conditions,omitempty"`
 }
 
 // Profile is one rank's analysis.
@@ -46,6 +52,9 @@ type Profile struct {
 	KernelStats []analysis.KernelStat `json:"kernel_stats"`
 	Findings    []analysis.Finding    `json:"findings"`
 	Warnings    []string              `json:"warnings"`
+	// Work is the steps' throughput and FLOPs, aligned with Steps; null
+	// when neither is known (analysis.WorkResult).
+	Work *analysis.WorkResult `json:"work"`
 }
 
 // Device is a GPU the profile ran on.
@@ -134,6 +143,7 @@ func newProfile(r *analysis.Result) Profile {
 		KernelStats: r.KernelStats,
 		Findings:    r.Findings(),
 		Warnings:    r.Warnings,
+		Work:        r.Work,
 		Devices:     []Device{},
 		Steps:       make([]Step, 0, len(r.Steps)),
 		LeftOut:     r.LeftOut,
@@ -233,6 +243,12 @@ func (a *Analysis) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "\nranks: %d, median step time %.2f ms (fastest, %s) to %.2f ms (slowest, %s): spread %.1f%%\n",
 			a.Ranks.Count, a.Ranks.Fastest.StepTimeMs, rankLabel(a.Ranks.Fastest), a.Ranks.Slowest.StepTimeMs, rankLabel(a.Ranks.Slowest), a.Ranks.SpreadPct)
 	}
+	if a.RunConditions != nil {
+		fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")
+		for _, l := range ConditionsText([]*gate.Conditions{a.RunConditions}) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	return nil
 }
 
@@ -293,8 +309,14 @@ func writeProfileText(w io.Writer, p *Profile) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k, num(s.Median), num(s.Mean), num(s.P90), num(s.Min), num(s.Max))
+		if k == "step_time_ms" {
+			writeWorkSummaryRows(tw, p.Work) // beside step time: derived from it
+		}
 	}
 	tw.Flush()
+	if note := workNote(p.Work); note != "" {
+		fmt.Fprintf(w, "%s\n", escape.Terminal(note))
+	}
 	if len(p.Steps) > 1 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -369,6 +391,9 @@ func (a *Analysis) Results() []*analysis.Result {
 			steps = steps[lo:hi]
 		}
 		r := analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats)
+		if p.Work != nil && len(p.Work.Steps) == len(steps) {
+			r.Work = p.Work
+		}
 		r.LeftOut = leftOut
 		r.WholeProfile = p.Whole
 		out = append(out, r)

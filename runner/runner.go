@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 )
 
@@ -67,6 +68,12 @@ type Job struct {
 	// KillGrace is how long the process group gets between SIGTERM and
 	// SIGKILL; 5 s by default.
 	KillGrace time.Duration
+	// FLOPs makes the torch injection record operator shapes and flops
+	// (perf.yaml flops: true), for FLOP counting.
+	FLOPs bool
+	// SMIPath is the nvidia-smi that samples the run conditions; empty
+	// finds it on PATH, and without one the conditions say "not sampled".
+	SMIPath string
 }
 
 // Result is what a run produced.
@@ -79,6 +86,10 @@ type Result struct {
 	// Killed lists, as "pid (comm)", the processes the job left running
 	// (daemons, stray workers) that were killed after it.
 	Killed []string
+	// Conditions are the run conditions nvidia-smi reported while the job
+	// ran (StartSMI); never nil after the job started, NotSampled says why
+	// when nothing was measured.
+	Conditions *gate.Conditions
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -155,6 +166,9 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			"GPUGATE_STEP_LOG=1",
 			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
 			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+		if job.FLOPs {
+			env = append(env, "GPUGATE_FLOPS=1")
+		}
 	case Nsys:
 		dir, err := prepare(out, "nvtx")
 		if err != nil {
@@ -275,6 +289,8 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		return &Error{Job: job.Name, What: fmt.Sprintf("could not start %q: %v", args[0], err), Log: res.Log}
 	}
 	pw.Close()
+	smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+	defer func() { res.Conditions = smi.Stop() }()
 	start := time.Now()
 	if job.StopCommands {
 		defer escape.StopCommands(job.Output)()

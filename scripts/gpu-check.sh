@@ -153,7 +153,7 @@ if [ -n "$NCU" ] && [ -x "$DEEPDIVE" ]; then
 fi
 
 if [ "$GPU" != 1 ]; then
-	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync analyze deepdive; do
+	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync analyze demo-flops deepdive; do
 		result "$s" SKIP "no CUDA GPU here (nvidia-smi and torch.cuda): GPU part skipped"
 	done
 	note "no GPU: the GPU parts were skipped; result: $([ $FAILED = 0 ] && echo ok || echo failed)"
@@ -220,6 +220,36 @@ PY
 		note "  $name: $(head -n 2 "$OUT/check-$name.log" | tr '\n' ' ')"
 	fi
 done
+
+# --- FLOPs, MFU and run conditions ---------------------------------------
+# The demo with perf.yaml flops: true: FLOPs per step must be the hand count
+# of trace/kineto/shapes_test.go (287,047,680; the same layers on CUDA),
+# from the trace's flops args where torch wrote them and from shapes
+# elsewhere; MFU against the GPU's dense FP32 datasheet peak (the demo
+# trains in FP32); and the run conditions nvidia-smi saw.
+CFGF=$OUT/perf-flops.yaml
+sed 's/^    repeat: 1$/    repeat: 1\n    flops: true\n    samples_per_step: 32\n    mfu_dtype: fp32/' "$CFG" >"$CFGF"
+OK=0 step demo-flops 150 env GPUGATE_BRANCH=main "$GPUGATE" run -config "$CFGF" -db "$OUT/flops.db" -out "$OUT/runs/flops" -format text -record-baseline || true
+if [ -f "$OUT/runs/flops/analysis.json" ]; then
+	OK=0 step check-flops 30 "$PY" - "$OUT/runs/flops/analysis.json" "$OUT/runs/flops/conditions.json" <<'PY' || true
+import json, statistics, sys
+p = json.load(open(sys.argv[1]))["profiles"][0]
+w = p.get("work") or {}
+st = w.get("steps") or []
+med = lambda k: statistics.median([s[k] for s in st if s.get(k) is not None] or [float("nan")])
+flops = sorted({s["flops"] for s in st})
+print(f"FLOPs/step {flops} (hand count 287047680) source={w.get('flops_source')} ops={w.get('flop_ops')} uncounted={w.get('uncounted_ops')}")
+print(f"TFLOP/s {med('tflops'):.4g} MFU {med('mfu'):.3%} of {w.get('device')} {w.get('mfu_dtype')} peak {w.get('peak_tflops')} {w.get('mfu_absent', '')} samples/s {med('samples_per_s'):.0f}")
+try:
+    c = json.load(open(sys.argv[2]))
+    g = (c.get("gpus") or [{}])[0]
+    print(f"run conditions: sampled={c.get('sampled')} {c.get('not_sampled', '')} fields={c.get('reason_fields')} SM {g.get('sm_clock_median_mhz')} MHz of {g.get('sm_clock_max_mhz')}, {g.get('samples')} samples ({g.get('busy_samples')} busy), reasons {g.get('reason_share')}, job seen {g.get('job_seen')}, others {len(g.get('other_processes') or [])}")
+except OSError as e:
+    print("run conditions: no conditions.json:", e)
+sys.exit(0 if flops == [287047680] else 1)
+PY
+	note "  flops: $(head -n 3 "$OUT/check-flops.log" | tr '\n' ' ')"
+fi
 
 # --- the ncu deep-dive, driven by gpugate run ---------------------------
 # A second baseline of the same workload is recorded with deep_dive set, so

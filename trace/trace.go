@@ -226,6 +226,10 @@ type Profile struct {
 	// inside synchronizing API calls (nsys: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
 	// sorted by start; nil when the trace has none.
 	SyncWaits []SyncWait
+	// FLOPOps are the matrix multiplications and convolutions whose FLOPs
+	// the trace records (flops args) or lets compute (shapes); nil when it
+	// has none (see FLOPOp).
+	FLOPOps []FLOPOp
 
 	// Warnings are things the reader noticed that do not stop analysis.
 	Warnings []string

@@ -126,6 +126,10 @@ why.
 				return err
 			}
 			rep := gate.Compare(base, head, opt)
+			// Trace files and analyze documents hold no run conditions:
+			// the section says so rather than leaving it out.
+			gate.ApplyConditions(rep, make([]*gate.Conditions, len(base)), make([]*gate.Conditions, len(head)), gate.DefaultConditionMargins,
+				"not recorded: compare reads traces, which hold no run conditions (gpugate run samples them)")
 			if mm := gate.Mismatch(rep.Baseline, rep.Candidate); len(mm) > 0 {
 				if !*allowMismatch {
 					return fmt.Errorf("compare: not the same hardware or profiler, no verdict: %s (-allow-mismatch compares them all the same)", strings.Join(mm, "; "))

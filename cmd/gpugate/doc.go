@@ -149,12 +149,18 @@ Run 'gpugate help <command>' for details.
 	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
 	  -max-trace-bytes N
 	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
+	  -mfu-dtype dtype
+	    	dtype whose datasheet peak MFU is measured against: fp32, tf32, bf16, fp16, fp8 (default "bf16")
 	  -ncu path
 	    	path of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
+	  -samples-per-step N
+	    	samples one step of one process consumes (N): reports samples/s per step (perf.yaml samples_per_step)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+	  -tokens-per-step N
+	    	tokens one step of one process consumes (N): reports tokens/s per step (perf.yaml tokens_per_step)
 
 # baseline cache-key
 
@@ -273,10 +279,16 @@ Run 'gpugate help <command>' for details.
 	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
 	  -max-trace-bytes N
 	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
+	  -mfu-dtype dtype
+	    	dtype whose datasheet peak MFU is measured against: fp32, tf32, bf16, fp16, fp8 (default "bf16")
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
+	  -samples-per-step N
+	    	samples one step of one process consumes (N): reports samples/s per step (perf.yaml samples_per_step)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+	  -tokens-per-step N
+	    	tokens one step of one process consumes (N): reports tokens/s per step (perf.yaml tokens_per_step)
 	  -workload name
 	    	workload name
 
@@ -385,12 +397,18 @@ Run 'gpugate help <command>' for details.
 	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
 	  -max-trace-bytes N
 	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
+	  -mfu-dtype dtype
+	    	dtype whose datasheet peak MFU is measured against: fp32, tf32, bf16, fp16, fp8 (default "bf16")
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -runs
 	    	each -base/-head file is a separate run, not a rank
+	  -samples-per-step N
+	    	samples one step of one process consumes (N): reports samples/s per step (perf.yaml samples_per_step)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+	  -tokens-per-step N
+	    	tokens one step of one process consumes (N): reports tokens/s per step (perf.yaml tokens_per_step)
 
 # config check
 

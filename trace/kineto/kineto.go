@@ -138,6 +138,7 @@ type parser struct {
 	gpu chunks[trace.GPUOp]
 	api chunks[trace.APICall]
 	rng chunks[trace.Range]
+	sh  shapeState // operators whose FLOPs are counted (shapes.go)
 
 	nEvents int // entries of traceEvents read
 	// Complete events of a kept category with bad times: dropped for a
@@ -317,6 +318,10 @@ func (p *parser) event() error {
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
 		case 7: // args
 			if len(e.cat) > 0 && !argsNeeded(e.cat) {
+				if k := trace.FLOPKindOf(unsafeString(e.name)); k != trace.FLOPNone {
+					err = p.flopArgs(k) // shapes.go
+					break
+				}
 				err = s.skipValue() // cpu_op args are large and unused
 				break
 			}
@@ -554,6 +559,7 @@ func (p *parser) add() {
 		})
 	case catRange:
 		p.rng.add(trace.Range{Start: start, End: end, Thread: p.thread(), Name: pr.Names.Intern(e.name)})
+		p.addFLOPOp(start, end)
 	}
 }
 
@@ -767,6 +773,7 @@ func (p *parser) finish() {
 	wg.Go(func() { pr.GPU = p.gpu.flat() })
 	wg.Go(func() { pr.API = p.api.flat() })
 	pr.Ranges = p.rng.flat()
+	pr.FLOPOps = p.sh.ops
 	wg.Wait()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)

@@ -48,8 +48,13 @@ def install():
         state["written"] = True
         _log(f"trace written: {out} ({os.path.getsize(out)} bytes) after {state['steps']} steps")
 
+    # perf.yaml flops: true records the input shapes of every operator (and
+    # asks for torch's own flops where it computes them), so that gpugate
+    # can count FLOPs; it costs profiler overhead, so it is opt-in.
+    flops = os.environ.get("GPUGATE_FLOPS") == "1"
+    extra = {"record_shapes": True, "with_flops": True} if flops else {}
     prof = profile(activities=acts, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                   on_trace_ready=ready)
+                   on_trace_ready=ready, **extra)
     prof.start()
 
     def after_step(*_args, **_kwargs):
