@@ -149,6 +149,7 @@ type parser struct {
 	ev            event
 
 	copyInfo map[trace.Name]copyInfo
+	mem      memState // [memory] instant events (memory.go)
 
 	sawEvents     bool
 	legacy, noCat int
@@ -294,9 +295,12 @@ func (p *parser) event() error {
 			} else if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
+			if err == nil && (e.ph == 'i' || e.ph == 'I') {
+				return p.instant() // allocator events (memory.go)
+			}
 			if err == nil && e.ph != 'X' {
-				// Flows, instants, counters and metadata are not kept: skip
-				// the rest of the object without reading its members.
+				// Flows, counters and metadata are not kept: skip the rest
+				// of the object without reading its members.
 				return s.skipRest()
 			}
 		case 1: // cat
@@ -768,6 +772,7 @@ func (p *parser) finish() {
 	wg.Go(func() { pr.API = p.api.flat() })
 	pr.Ranges = p.rng.flat()
 	wg.Wait()
+	p.finishMemory()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
 	}

@@ -200,6 +200,7 @@ func (p *parser) merge(o *parser) error {
 	p.gpu.appendChunks(&o.gpu)
 	p.api.appendChunks(&o.api)
 	p.rng.appendChunks(&o.rng)
+	p.mergeMemory(o)
 	p.legacy += o.legacy
 	p.noCat += o.noCat
 	p.cpuFunctions += o.cpuFunctions
