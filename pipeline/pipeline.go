@@ -205,8 +205,15 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
+		results[0].Warnings = append(results[0].Warnings, ws...)
+	}
+	doc := report.NewAnalysis(results)
+	if res.MaxRSSBytes > 0 {
+		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes}
+	}
 	var buf bytes.Buffer
-	if err := report.NewAnalysis(results).WriteJSON(&buf); err != nil {
+	if err := doc.WriteJSON(&buf); err != nil {
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(out, "analysis.json"), buf.Bytes(), 0o644)

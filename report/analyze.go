@@ -22,6 +22,16 @@ import (
 type Analysis struct {
 	Profiles []Profile `json:"profiles"`
 	Ranks    *Ranks    `json:"ranks"`
+	// Job is what gpugate run measured of the job itself; absent from
+	// gpugate analyze's output.
+	Job *Job `json:"job,omitempty"`
+}
+
+// Job is what the runner measured of the job's processes.
+type Job struct {
+	// MaxRSSBytes is the job's peak resident memory: the largest of any
+	// one of its processes (the kernel's rusage), not a sum.
+	MaxRSSBytes int64 `json:"max_rss_bytes"`
 }
 
 // Profile is one rank's analysis.
@@ -303,6 +313,9 @@ func (a *Analysis) WriteText(w io.Writer) error {
 			fmt.Fprintln(w)
 		}
 		writeProfileText(w, &p)
+	}
+	if a.Job != nil && a.Job.MaxRSSBytes > 0 {
+		fmt.Fprintf(w, "\njob: peak resident memory %.0f MiB (its largest process)\n", float64(a.Job.MaxRSSBytes)/(1<<20))
 	}
 	if a.Ranks != nil {
 		fmt.Fprintf(w, "\nranks: %d, median step time %.2f ms (fastest, %s) to %.2f ms (slowest, %s): spread %.1f%%\n",
