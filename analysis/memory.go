@@ -96,7 +96,9 @@ var presence = map[string]func(*Step) bool{
 	"peak_memory":   func(s *Step) bool { return s.Memory.hasPeak() },
 	"peak_reserved": func(s *Step) bool { return s.Memory.hasPeak() && s.Memory.HasReserved },
 	"alloc_growth":  func(s *Step) bool { return s.Memory.HasGrowth },
-	"rss":           func(s *Step) bool { return s.Memory.HasRSS },
+	// rss beside a peak of another source (the hook's RSS is peak_memory
+	// itself when nothing better measured it: not shown twice).
+	"rss": func(s *Step) bool { return s.Memory.HasRSS && s.Memory.Source != MemFromHookRSS },
 }
 
 const mib = 1 << 20

@@ -21,6 +21,21 @@ import (
 //	(the same for #2..#6; #2 and #6 are the edge steps the analysis leaves out)
 func TestMemoryFixtureModern(t *testing.T) {
 	r := analyzeFixture(t, "kineto/hta-df-index-resolver-v100-2rank/df_index_resolver.json.gz")
+	// The reader keeps every [memory] event: 26770 of CUDA device 1 and
+	// 1240 of the host allocator (Device Type 0, Device Id -1), counted
+	// with Python's json module.
+	cuda, host := 0, 0
+	for _, e := range r.Profile.Memory {
+		switch {
+		case e.Flags&trace.MemCUDA != 0 && e.Device == 1 && e.Flags&trace.MemTotals != 0 && e.Flags&trace.MemReserved != 0:
+			cuda++
+		case e.Flags&trace.MemCUDA == 0 && e.Device == -1 && e.Flags&trace.MemTotals != 0:
+			host++
+		}
+	}
+	if cuda != 26770 || host != 1240 || len(r.Profile.Memory) != 28010 {
+		t.Errorf("memory events: %d CUDA, %d host of %d; want 26770 and 1240 of 28010", cuda, host, len(r.Profile.Memory))
+	}
 	if len(r.Steps) != 3 || len(r.MemDevices) != 3 {
 		t.Fatalf("%d steps, %d memory rows; want 3 (ProfilerStep#3..#5)", len(r.Steps), len(r.MemDevices))
 	}
@@ -54,48 +69,66 @@ func TestMemoryFixtureModern(t *testing.T) {
 
 // TestMemoryFixtureLegacy: the 2021 form carries only Bytes. Expected
 // values from analysis/testdata/memory_peaks.py (running sum of Bytes from
-// each ProfilerStep window's start, its maximum):
+// each ProfilerStep window's start, its maximum, and the window's events),
+// the same for every kept step of a file:
 //
-//	ProfilerStep#6..#9 cuda:0 alloc_growth_bytes=2791636480
-//	ProfilerStep#6..#9 host alloc_growth_bytes=38535420
+//	worker0.1623143089861  cuda:0 alloc_growth_bytes=2791636480 events=1370  host 38535420 events=769
+//	worker0.1623143566756  cuda:0 alloc_growth_bytes=2791636480 events=1370  host 38535420 events=769
+//	worker0.1623213129365  cuda:0 alloc_growth_bytes=2791505408 events=1380  host 19267836 events=449
 func TestMemoryFixtureLegacy(t *testing.T) {
-	r := analyzeFixture(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
-	if len(r.Steps) != 4 {
-		t.Fatalf("%d steps, want 4", len(r.Steps))
-	}
-	for i, s := range r.Steps {
-		devs := r.MemDevices[i]
-		if len(devs) != 2 || !devs[0].CUDA || devs[0].Device != 0 || devs[1].CUDA {
-			t.Fatalf("%s: devices %+v", s.Name, devs)
+	for _, c := range []struct {
+		file                   string
+		cuda, host             int64
+		cudaEvents, hostEvents int
+	}{
+		{"num_workers_0/worker0.1623143089861.pt.trace.json.gz", 2791636480, 38535420, 1370, 769},
+		{"num_workers_0/worker0.1623143566756.pt.trace.json.gz", 2791636480, 38535420, 1370, 769},
+		{"num_workers_4/worker0.1623213129365.pt.trace.json.gz", 2791505408, 19267836, 1380, 449},
+	} {
+		r := analyzeFixture(t, resnet+c.file)
+		if len(r.Steps) != 4 {
+			t.Fatalf("%s: %d steps, want 4", c.file, len(r.Steps))
 		}
-		for _, d := range devs {
-			if !d.Relative || d.PeakAlloc != nil || d.AllocGrowth == nil {
-				t.Fatalf("%s: device %+v not relative", s.Name, d)
+		for i, s := range r.Steps {
+			devs := r.MemDevices[i]
+			if len(devs) != 2 || !devs[0].CUDA || devs[0].Device != 0 || devs[1].CUDA {
+				t.Fatalf("%s %s: devices %+v", c.file, s.Name, devs)
+			}
+			for _, d := range devs {
+				if !d.Relative || d.PeakAlloc != nil || d.AllocGrowth == nil {
+					t.Fatalf("%s %s: device %+v not relative", c.file, s.Name, d)
+				}
+			}
+			if g, n := *devs[0].AllocGrowth, devs[0].Events; g != c.cuda || n != c.cudaEvents {
+				t.Errorf("%s %s cuda:0 alloc_growth = %d over %d events, want %d over %d", c.file, s.Name, g, n, c.cuda, c.cudaEvents)
+			}
+			if g, n := *devs[1].AllocGrowth, devs[1].Events; g != c.host || n != c.hostEvents {
+				t.Errorf("%s %s host alloc_growth = %d over %d events, want %d over %d", c.file, s.Name, g, n, c.host, c.hostEvents)
+			}
+			if s.Memory.Source != MemFromRelative || s.Memory.Growth != c.cuda || !s.Memory.HasGrowth {
+				t.Errorf("%s %s memory = %+v, want relative growth of cuda:0", c.file, s.Name, s.Memory)
 			}
 		}
-		if g := *devs[0].AllocGrowth; g != 2791636480 {
-			t.Errorf("%s cuda:0 alloc_growth = %d, want 2791636480", s.Name, g)
+		sum := r.Summaries()
+		if _, ok := sum["peak_memory_MiB"]; ok {
+			t.Errorf("%s: peak_memory present on a relative trace: %v", c.file, sum["peak_memory_MiB"])
 		}
-		if g := *devs[1].AllocGrowth; g != 38535420 {
-			t.Errorf("%s host alloc_growth = %d, want 38535420", s.Name, g)
+		if got, want := sum["alloc_growth_MiB"].Median, float64(c.cuda)/(1<<20); got != want {
+			t.Errorf("%s: alloc_growth_MiB median = %v, want %v", c.file, got, want)
 		}
-		if s.Memory.Source != MemFromRelative || s.Memory.Growth != 2791636480 {
-			t.Errorf("%s memory = %+v, want relative growth of cuda:0", s.Name, s.Memory)
-		}
-	}
-	sum := r.Summaries()
-	if _, ok := sum["peak_memory_MiB"]; ok {
-		t.Errorf("peak_memory present on a relative trace: %v", sum["peak_memory_MiB"])
-	}
-	if _, ok := sum["alloc_growth_MiB"]; !ok {
-		t.Errorf("alloc_growth absent")
 	}
 }
 
 // TestMemoryAbsent: a trace without [memory] events has no memory metrics
 // at all: not 0.
 func TestMemoryAbsent(t *testing.T) {
-	r := analyzeFixture(t, "kineto/hta-negative-queue-length-a100-16rank/rank0.json.gz")
+	for _, rel := range []string{"kineto/hta-negative-queue-length-a100-16rank/rank0.json.gz", resnet + "num_workers_0_nometa/worker0.pt.trace.json.gz"} {
+		testMemoryAbsent(t, rel)
+	}
+}
+
+func testMemoryAbsent(t *testing.T, rel string) {
+	r := analyzeFixture(t, rel)
 	if len(r.Profile.Memory) != 0 {
 		t.Fatalf("%d memory events in a trace without profile_memory", len(r.Profile.Memory))
 	}

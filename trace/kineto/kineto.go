@@ -320,6 +320,10 @@ func (p *parser) event() error {
 		case 6: // tid
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
 		case 7: // args
+			if e.ph == 0 && string(e.name) == memoryName {
+				err = p.memArgsBeforePh() // memory.go
+				break
+			}
 			if len(e.cat) > 0 && !argsNeeded(e.cat) {
 				err = s.skipValue() // cpu_op args are large and unused
 				break

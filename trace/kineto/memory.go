@@ -30,6 +30,25 @@ type memState struct {
 	events []trace.MemEvent
 	bad    int // [memory] events dropped: no ts, or no Bytes and no total
 	other  int // [memory] events of a device type other than CPU and CUDA
+	// early holds the args of a [memory] event whose args came before its
+	// ph, for event number earlyAt (nEvents) only.
+	early   memArgs
+	earlyAt int
+}
+
+// memArgs are the values of a [memory] event's args, with whether each
+// was there (indexed as memKeys).
+type memArgs struct {
+	v   [5]int64
+	has [5]bool
+}
+
+// memArgsBeforePh reads the args of an event named [memory] whose ph has
+// not been seen yet (members in an unusual order); instant uses them if
+// the ph turns out to be an instant.
+func (p *parser) memArgsBeforePh() error {
+	p.mem.early, p.mem.earlyAt = memArgs{}, p.nEvents
+	return p.memArgs(&p.mem.early)
 }
 
 // instant reads the rest of an instant event (ph "i" or "I") whose ph the
@@ -37,10 +56,10 @@ type memState struct {
 // read before ph (name, ts) are in p.ev already; others are skipped.
 func (p *parser) instant() error {
 	s, e := p.s, &p.ev
-	var (
-		devType, devID, bytes, alloc, reserved int64
-		has                                    [5]bool
-	)
+	var a memArgs
+	if p.mem.earlyAt == p.nEvents {
+		a = p.mem.early
+	}
 	more, err := s.comma('}')
 	for ; more && err == nil; more, err = s.comma('}') {
 		k, err := s.readKey(&p.key, eventKeys)
@@ -57,7 +76,7 @@ func (p *parser) instant() error {
 				err = s.skipValue()
 				break
 			}
-			err = p.memArgs(&devType, &devID, &bytes, &alloc, &reserved, &has)
+			err = p.memArgs(&a)
 		default:
 			err = s.skipValue()
 		}
@@ -69,6 +88,8 @@ func (p *parser) instant() error {
 		return err
 	}
 	m := &p.mem
+	devType, devID, bytes, alloc, reserved := a.v[0], a.v[1], a.v[2], a.v[3], a.v[4]
+	has := a.has
 	if !e.hasTs || e.ts < -maxTime || e.ts > maxTime || (!has[2] && !has[3]) {
 		m.bad++
 		return nil
@@ -101,7 +122,7 @@ func (p *parser) instant() error {
 }
 
 // memArgs reads the args object of a [memory] event.
-func (p *parser) memArgs(devType, devID, bytes, alloc, reserved *int64, has *[5]bool) error {
+func (p *parser) memArgs(a *memArgs) error {
 	s := p.s
 	c, err := s.peek()
 	if err != nil {
@@ -110,7 +131,6 @@ func (p *parser) memArgs(devType, devID, bytes, alloc, reserved *int64, has *[5]
 	if c != '{' {
 		return s.skipValue()
 	}
-	dst := [5]*int64{devType, devID, bytes, alloc, reserved}
 	more, err := s.openObject()
 	for ; more && err == nil; more, err = s.comma('}') {
 		k, err := s.readKey(&p.key, memKeys)
@@ -137,7 +157,7 @@ func (p *parser) memArgs(devType, devID, bytes, alloc, reserved *int64, has *[5]
 			return err
 		}
 		if n, ok := parseInt(p.num); ok {
-			*dst[k], has[k] = n, true
+			a.v[k], a.has[k] = n, true
 		}
 	}
 	return err
