@@ -364,7 +364,7 @@ func (r *Result) memoryFinding() *Finding {
 		if n < MemoryThresholds.MinSteps {
 			continue
 		}
-		slope, lo, _ := TheilSen(c.xs, MemoryThresholds.Confidence)
+		slope, lo, hi := TheilSen(c.xs, MemoryThresholds.Confidence)
 		if !(lo > 0) || slope < MemoryThresholds.MinSlope {
 			continue
 		}
@@ -385,8 +385,8 @@ func (r *Result) memoryFinding() *Finding {
 			ID: "memory-growth", Severity: "high",
 			Summary: fmt.Sprintf("%s grows %.1f MiB per step on %s: %.0f → %.0f MiB over %d steps",
 				c.what, slope/mib, where, c.xs[0]/mib, last/mib, n),
-			Evidence: fmt.Sprintf("Theil–Sen slope %.2f MiB/step, %.0f%% interval [%.2f, …] MiB/step (Sen's test on %d steps of %s)",
-				slope/mib, 100*MemoryThresholds.Confidence, lo/mib, n, src),
+			Evidence: fmt.Sprintf("Theil–Sen slope %.2f MiB/step, %.0f%% interval [%.2f, %.2f] MiB/step (Sen's test on %d steps of %s)",
+				slope/mib, 100*MemoryThresholds.Confidence, lo/mib, hi/mib, n, src),
 			Suggestion: "something keeps a reference every step: tensors appended to a list or cache, a loss summed without .item() or .detach(), hooks that store activations; torch.cuda.memory._record_memory_history() and memory snapshots show which allocation stays",
 		}
 		if capb := r.capacity(s0.Device); capb > 0 && c.metric != "rss" && last < float64(capb) {

@@ -31,7 +31,7 @@ type Config struct {
 	Baseline   Baseline           `yaml:"baseline"`
 	AB         AB                 `yaml:"ab"`
 	// Gate lists the metrics whose regression fails the gate; the others
-	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls. The
+	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls, peak_memory. The
 	// names are checked against the metrics gpugate computes by the
 	// command that uses them (config knows no metrics).
 	Gate []string `yaml:"gate"`
