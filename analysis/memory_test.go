@@ -279,3 +279,28 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestMemoryGrowthRSS: resident memory creeps in healthy jobs, so it fires
+// only from MinSlopeRSS (2 MiB a step); allocator peaks from MinSlope.
+func TestMemoryGrowthRSS(t *testing.T) {
+	fires := func(perStep int64) bool {
+		r := Analyze(memProfile(14, 100, nil), Options{})
+		hs := make([]*HookSample, len(r.Steps))
+		for i := range hs {
+			hs[i] = &HookSample{RSS: 300<<20 + int64(i)*perStep}
+		}
+		r.SetHookMemory(hs)
+		for _, f := range r.Findings() {
+			if f.ID == "memory-growth" {
+				return true
+			}
+		}
+		return false
+	}
+	if fires(3 << 19) {
+		t.Errorf("memory-growth on resident memory rising 1.5 MiB a step")
+	}
+	if !fires(3 << 20) {
+		t.Errorf("no memory-growth on resident memory rising 3 MiB a step")
+	}
+}
