@@ -101,6 +101,11 @@ var presence = map[string]func(*Step) bool{
 	"rss": func(s *Step) bool { return s.Memory.HasRSS && s.Memory.Source != MemFromHookRSS },
 }
 
+// Optional reports whether a profile may lack m for reasons that say
+// nothing about the code under test (no allocator events, no step
+// samples): comparisons leave such a metric out when one side lacks it.
+func (m Metric) Optional() bool { return presence[m.Name] != nil }
+
 const mib = 1 << 20
 
 // memoryMetrics are appended to Metrics (init): peaks in MiB, lower is

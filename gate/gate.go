@@ -242,6 +242,17 @@ func Compare(base, cand []Run, opt Options) *Report {
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}
+		if (bs == nil || cs == nil) && m.Optional() {
+			// Memory measured on one side only: a baseline recorded by a
+			// gpugate before memory metrics, or without profile_memory and
+			// step samples. Not a change of the code: left out, said.
+			side := "baseline"
+			if cs == nil {
+				side = "candidate"
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured in the %s runs (recorded before gpugate measured memory, or without allocator events or step samples): not compared", m.Name, side))
+			continue
+		}
 		allow, minAbs := DefaultAllowance(m)
 		if a, ok := opt.Allowances[m.Name]; ok {
 			allow = a
