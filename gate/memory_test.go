@@ -74,3 +74,17 @@ func TestPeakMemoryGate(t *testing.T) {
 		t.Errorf("warnings %q, want peak_memory not measured in the baseline", rep.Warnings)
 	}
 }
+
+// TestMemoryCombine: the ranks of a run combine memory as the largest
+// (each device runs out on its own), not the sum.
+func TestMemoryCombine(t *testing.T) {
+	m, _ := analysis.MetricByName("peak_memory")
+	if got := Combine(m, []float64{1024, 2048, 512}); got != 2048 {
+		t.Errorf("Combine(peak_memory, 1024, 2048, 512) = %v, want 2048", got)
+	}
+	run := Run{memRun([]int64{1 << 30, 1 << 30})[0], memRun([]int64{2 << 30, 3 << 30})[0]}
+	got := samples([]Run{run}, m, new([]string))
+	if len(got) != 1 || len(got[0]) != 2 || got[0][0] != 2048 || got[0][1] != 3072 {
+		t.Errorf("samples of a 2-rank run = %v, want [[2048 3072]] MiB", got)
+	}
+}
