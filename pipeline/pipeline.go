@@ -181,6 +181,8 @@ type Once struct {
 	Doc       []byte   // analyze JSON; nil for profiler none
 	StepTimes []float64
 	Duration  time.Duration
+	// MaxRSSBytes is the job's peak resident memory (runner.Result).
+	MaxRSSBytes int64
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -194,7 +196,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
-	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, MaxRSSBytes: res.MaxRSSBytes}
 	if p.Profiler == runner.None {
 		if len(res.StepTimes) == 0 {
 			return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
@@ -265,7 +267,11 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		}
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
-		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds())
+		rss := ""
+		if once.MaxRSSBytes > 0 {
+			rss = fmt.Sprintf(", peak resident memory %.0f MiB", float64(once.MaxRSSBytes)/(1<<20))
+		}
+		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs%s\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds(), rss)
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {
 		return ex, nil
