@@ -100,6 +100,8 @@ type Step struct {
 	LaunchOverhead int64   // median host duration of kernel launch calls
 	ShortKernels   float64 // share of launched kernels shorter than their launch call
 	Launches       int     // kernel launch calls in the host window
+
+	Memory StepMemory // peak memory and its source (memory.go); Source "" when absent
 }
 
 // StepTime is s1 - s0.
@@ -174,6 +176,10 @@ type Result struct {
 	// every consumer of the result — summaries, findings, comparisons,
 	// kernel lists, the stored analysis — sees only Steps.
 	LeftOut []LeftOut
+
+	// MemDevices holds, per step (same index as Steps), every device's
+	// memory numbers from the trace's allocator events; nil without them.
+	MemDevices [][]DeviceMemory
 
 	Warnings []string
 
@@ -267,6 +273,7 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	}
 	r.trim()
 	r.Work = r.work(opt.Work)
+	r.memory()
 	return r
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/gpugate/gpugate/internal/pgtest"
 	"github.com/gpugate/gpugate/internal/testdb"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/trace"
 	"github.com/gpugate/gpugate/trace/nsys"
 )
 
@@ -177,7 +178,13 @@ func TestRecordStoresEveryMetric(t *testing.T) {
 		want := 0
 		for _, p := range a.Profiles {
 			for _, st := range p.Steps {
-				if st["gpu_busy_ns"] != nil || !m.GPU {
+				if name, _ := baseline.SampleName(m.Name, m.Unit); m.Unit == "MiB" {
+					// Memory metrics are stored where the step's memory
+					// object has them (absent, not 0).
+					if mem, ok := st["memory"].(map[string]any); ok && mem[name] != nil {
+						want++
+					}
+				} else if st["gpu_busy_ns"] != nil || !m.GPU {
 					want++
 				}
 			}
@@ -557,5 +564,39 @@ func TestBadFiles(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(ro); !bytes.Equal(before, after) {
 		t.Error("a read-only file was modified")
+	}
+}
+
+// Memory is stored in bytes under the step's memory object's names, and
+// read back by SampleName; a step without memory stores none (absent).
+func TestRecordStoresMemory(t *testing.T) {
+	ctx := context.Background()
+	p := trace.New("trace-0.json", trace.FormatKineto)
+	steps := []analysis.Step{
+		{Name: "ProfilerStep#1", End: 10, HostEnd: 10, Memory: analysis.StepMemory{Source: analysis.MemFromHookCUDA, Device: 0, Peak: 3 << 20, Reserved: 4 << 20, HasReserved: true, RSS: 5 << 20, HasRSS: true}},
+		{Name: "ProfilerStep#2", Start: 10, End: 20, HostStart: 10, HostEnd: 20},
+	}
+	var buf bytes.Buffer
+	report.NewAnalysis([]*analysis.Result{analysis.FromSteps(p, false, steps, nil)}).WriteJSON(&buf)
+	path := filepath.Join(t.TempDir(), "b.db")
+	s, _ := baseline.Open(ctx, path)
+	if _, err := s.Record(ctx, run(buf.Bytes(), "c1")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for metric, want := range map[string]float64{"peak_memory": 3 << 20, "peak_reserved": 4 << 20, "rss": 5 << 20} {
+		m, _ := analysis.MetricByName(metric)
+		name, scale := baseline.SampleName(m.Name, m.Unit)
+		var n int
+		var v float64
+		backends[0].raw(t, path).QueryRow(`SELECT count(*), max(value) FROM samples WHERE metric = ?`, name).Scan(&n, &v)
+		if n != 1 || v != want || scale != 1<<20 {
+			t.Errorf("%s stored as %s: %d samples, value %v (scale %v); want 1 sample of %v bytes (scale 2^20)", metric, name, n, v, scale, want)
+		}
+	}
+	var n int
+	backends[0].raw(t, path).QueryRow(`SELECT count(*) FROM samples WHERE metric = 'alloc_growth_bytes'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("%d alloc_growth samples, want none (absent)", n)
 	}
 }

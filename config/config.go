@@ -31,10 +31,15 @@ type Config struct {
 	Baseline   Baseline           `yaml:"baseline"`
 	AB         AB                 `yaml:"ab"`
 	// Gate lists the metrics whose regression fails the gate; the others
-	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls. The
+	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls, peak_memory. The
 	// names are checked against the metrics gpugate computes by the
 	// command that uses them (config knows no metrics).
 	Gate []string `yaml:"gate"`
+	// MemoryMinChange is the smallest change of a memory metric
+	// (peak_memory, peak_reserved, rss, alloc_growth) that counts, beside
+	// its relative allowance: "64MiB" (the default), "1GiB", "512MB" or
+	// bytes.
+	MemoryMinChange *Bytes `yaml:"memory_min_change"`
 
 	root *yaml.Node // the document, for Position
 
@@ -677,4 +682,40 @@ func (c *Config) Workload(name string) (*Workload, error) {
 		return nil, err
 	}
 	return nil, fmt.Errorf("%s: no workload %q", c.File, name)
+}
+
+// Bytes is a size in bytes, written "64MiB", "1GiB", "500MB", "4096" or
+// "4096B" (KiB/MiB/GiB are powers of 2, kB/MB/GB of 10).
+type Bytes int64
+
+// UnmarshalYAML reads a size.
+func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseBytes(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*b = Bytes(v)
+	return nil
+}
+
+// ParseBytes reads a size such as "64MiB"; negative, fractional-byte and
+// unitless non-integer sizes are errors.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v*mult > 1<<62 {
+		return 0, fmt.Errorf("%q is not a size such as 64MiB, 1GiB or 500MB", s)
+	}
+	return int64(math.Round(v * mult)), nil
 }

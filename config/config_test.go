@@ -187,3 +187,29 @@ func TestWorkFields(t *testing.T) {
 		}
 	}
 }
+func TestMemoryMinChange(t *testing.T) {
+	for in, want := range map[string]int64{"64MiB": 64 << 20, "1GiB": 1 << 30, "500MB": 500e6, "4096": 4096, "10 B": 10} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1MiB", "NaN", "lots", "1e30GiB", ""} {
+		if got, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+func TestMemoryMinChangeYAML(t *testing.T) {
+	src := "version: 1\nworkloads:\n  - name: w\n    command: [\"python3\", \"t.py\"]\nmemory_min_change: 128MiB\n"
+	c, err := Parse([]byte(src), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MemoryMinChange == nil || *c.MemoryMinChange != 128<<20 {
+		t.Errorf("memory_min_change = %v, want 128 MiB", c.MemoryMinChange)
+	}
+	if _, err := Parse([]byte(strings.Replace(src, "128MiB", "lots", 1)), "perf.yaml"); err == nil || !strings.Contains(err.Error(), "not a size") {
+		t.Errorf("memory_min_change: lots: err = %v, want one naming the size", err)
+	}
+}

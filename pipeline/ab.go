@@ -225,7 +225,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate})
+	rep := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c)})
 	applyConditions(rep, baseConds, headConds)
 	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine (%s); no stored baseline took part, so no fingerprint mismatch is possible",
 		Short(base.Commit), Short(head.Commit), strings.Join(order, " "))}, rep.Warnings...)

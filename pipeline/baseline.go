@@ -192,6 +192,16 @@ func Short(commit string) string {
 	return commit
 }
 
+// MinAbs turns perf.yaml's memory_min_change into gate's smallest
+// absolute changes of the memory metrics (MiB); nil keeps the defaults.
+func MinAbs(c *config.Config) map[string]float64 {
+	if c.MemoryMinChange == nil {
+		return nil
+	}
+	v := float64(*c.MemoryMinChange) / (1 << 20)
+	return map[string]float64{"peak_memory": v, "peak_reserved": v, "rss": v, "alloc_growth": v}
+}
+
 // Allowances turns perf.yaml's allowances into gate's, by metric name.
 func Allowances(c *config.Config) (map[string]float64, error) {
 	allow := map[string]float64{}
@@ -211,7 +221,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time) (*g
 	if err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate})
+	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c)})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)

@@ -190,6 +190,8 @@ type Once struct {
 	Duration  time.Duration
 	// Conditions are what nvidia-smi saw while the job ran.
 	Conditions *gate.Conditions
+	// MaxRSSBytes is the job's peak resident memory (runner.Result).
+	MaxRSSBytes int64
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -204,7 +206,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
-	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions, MaxRSSBytes: res.MaxRSSBytes}
 	writeConditions(out, res.Conditions)
 	if p.Profiler == runner.None {
 		if len(res.StepTimes) == 0 {
@@ -216,8 +218,15 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
+		results[0].Warnings = append(results[0].Warnings, ws...)
+	}
+	doc := report.NewAnalysis(results)
+	if res.MaxRSSBytes > 0 {
+		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes}
+	}
 	var buf bytes.Buffer
-	if err := report.NewAnalysis(results).WriteJSON(&buf); err != nil {
+	if err := doc.WriteJSON(&buf); err != nil {
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(out, "analysis.json"), buf.Bytes(), 0o644)
@@ -270,7 +279,11 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
 		ex.Conditions = append(ex.Conditions, once.Conditions)
-		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds())
+		rss := ""
+		if once.MaxRSSBytes > 0 {
+			rss = fmt.Sprintf(", peak resident memory %.0f MiB", float64(once.MaxRSSBytes)/(1<<20))
+		}
+		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs%s\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds(), rss)
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {
 		return ex, nil

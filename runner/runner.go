@@ -90,6 +90,12 @@ type Result struct {
 	// ran (StartSMI); never nil after the job started, NotSampled says why
 	// when nothing was measured.
 	Conditions *gate.Conditions
+	// StepSamples are the step hook's memory samples files, one per rank
+	// (GPUGATE_STEP_SAMPLES; ReadStepSamples reads them).
+	StepSamples []string
+	// MaxRSSBytes is the job's peak resident memory, the largest of any
+	// one of its processes (rusage.go); 0 when unknown.
+	MaxRSSBytes int64
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -165,6 +171,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			"GPUGATE_TORCH_PROFILE=1",
 			"GPUGATE_STEP_LOG=1",
 			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
+			"GPUGATE_STEP_SAMPLES="+filepath.Join(out, stepSamplesName),
 			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
 		if job.FLOPs {
 			env = append(env, "GPUGATE_FLOPS=1")
@@ -176,7 +183,8 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		}
 		// The target's own variables go through -e, so that nsys's own
 		// Python tools do not load the injection.
-		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1"}
+		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1",
+			"GPUGATE_STEP_SAMPLES=" + filepath.Join(out, stepSamplesName)}
 		for _, t := range target {
 			if strings.Contains(t, ",") {
 				return nil, fmt.Errorf("nsys -e cannot pass %q: it contains a comma", t)
@@ -204,6 +212,10 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		return res, err
 	}
 	res.Duration = time.Since(start)
+	if job.Profiler != None {
+		res.StepSamples, _ = filepath.Glob(filepath.Join(out, "steps-*.jsonl"))
+		sort.Strings(res.StepSamples)
+	}
 
 	switch job.Profiler {
 	case Torch:
@@ -252,6 +264,10 @@ func lastLine(s string) string {
 	return s
 }
 
+// stepSamplesName is the step hook's samples file in the artifacts
+// folder; the hook replaces {rank} with the process's RANK.
+const stepSamplesName = "steps-{rank}.jsonl"
+
 var stepLine = regexp.MustCompile(`^gpugate-step (\d+)$`)
 
 // tokenVar carries a random token into the job's environment, by which the
@@ -283,6 +299,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	before := descendants()
+	rssBefore := childrenMaxRSS()
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -386,6 +403,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	res.Killed = killLeftovers(cmd.Process.Pid, token, before)
+	res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
 	if len(res.Killed) > 0 {
 		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
 	}

@@ -5,7 +5,7 @@
 # format and the injection's torch >= 2.0 path (public optimizer step
 # hooks). The demo's own perf.yaml is used with its python replaced by the
 # wrapper: record a baseline, no regression on a rerun, fail slow-loader and
-# host-sync for their reasons. cmd/gpugate's script tests do the same under
+# host-sync for their reasons, and leak on peak memory with memory-growth. cmd/gpugate's script tests do the same under
 # Debian 12's torch 1.13.
 #
 # Without the wrapper it skips, except in CI (CI=true), where it fails.
@@ -74,6 +74,16 @@ run sync 1 host-sync
 expect sync out 'sync_calls'
 expect sync out 'host-sync'
 
+# The leak fails on peak memory with memory-growth, from the trace's own
+# allocator events (profile_memory, on by default from torch 2): the
+# baseline's and the leak's memory both come from the trace.
+run leak 1 leak
+expect leak out '\*peak_memory .* regression'
+expect leak out 'memory-growth'
+expect leak out 'allocator events'
+grep -q '"source": "trace"' leak/analysis.json || { log "FAIL: leak/analysis.json: peak memory not from the trace's allocator events"; fail=1; }
+grep -q '"max_rss_bytes"' leak/analysis.json || { log "FAIL: leak/analysis.json: no job peak RSS"; fail=1; }
+
 # FLOPs (perf.yaml flops: true): torch 2.6 on the CPU records shapes but no
 # flops args, so gpugate computes them from the shapes. Every measured step
 # of the healthy demo runs the same layers at batch 32, worked out by hand
@@ -105,4 +115,4 @@ expect flops out 'gflop_per_step +0.287'
 if [ "$fail" != 0 ]; then
 	exit 1
 fi
-log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: baseline recorded, rerun no regression, slow-loader and host-sync fail for their reasons, the demo's FLOPs per step are the hand count"
+log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: baseline recorded, rerun no regression, slow-loader, host-sync and leak fail for their reasons, the demo's FLOPs per step are the hand count"

@@ -5,8 +5,9 @@
 #   1. takes the carried binaries bin/gpugate and bin/gpugate-deepdive, or
 #      builds them with Go;
 #   2. runs the demo (examples/demo/train.py --device cuda) under the
-#      injected torch.profiler: baseline (recorded), rerun, slow-loader and
-#      host-sync, each with `gpugate run`;
+#      injected torch.profiler: baseline (recorded), rerun, slow-loader,
+#      host-sync and leak, each with `gpugate run` (the leak's per-step peaks
+#      from the trace checked against the step hook's own);
 #   3. runs `gpugate analyze` on each CUDA trace and checks kernels per step
 #      > 0, GPU utilization and cpu_wait;
 #   4. runs the ncu deep-dive through `gpugate run` with perf.yaml
@@ -153,7 +154,7 @@ if [ -n "$NCU" ] && [ -x "$DEEPDIVE" ]; then
 fi
 
 if [ "$GPU" != 1 ]; then
-	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync analyze demo-flops deepdive; do
+	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync demo-leak analyze demo-flops deepdive; do
 		result "$s" SKIP "no CUDA GPU here (nvidia-smi and torch.cuda): GPU part skipped"
 	done
 	note "no GPU: the GPU parts were skipped; result: $([ $FAILED = 0 ] && echo ok || echo failed)"
@@ -195,6 +196,39 @@ run_demo rerun "" "0 1"
 # The slow loader and the host syncs must fail the gate (exit 1).
 run_demo slow-loader slow-loader "1"
 run_demo host-sync host-sync "1"
+# The leak must fail on peak memory with memory-growth, from the trace's
+# own allocator events on the CUDA device (profile_memory); its per-step
+# peaks are checked against the step hook's torch.cuda.max_memory_allocated
+# of the same steps (ProfilerStep#k holds optimizer step k+1), a second
+# measurement of the same thing.
+run_demo leak leak "1"
+for name in baseline leak; do
+	OK=0 step "memory-$name" 30 "$PY" - "$OUT/runs/$name" <<'PY' || true
+import json, os, sys
+d = sys.argv[1]
+p = json.load(open(os.path.join(d, "analysis.json")))["profiles"][0]
+hook = {}
+for line in open(os.path.join(d, "steps-0.jsonl")):
+    s = json.loads(line)
+    hook[s["step"]] = s
+worst, n = 0.0, 0
+for st in p["steps"]:
+    m = st["memory"]
+    if not m or m["source"] != "trace" or m["device"] < 0:
+        sys.exit(f"{st['name']}: memory from {m and m['source']} on device {m and m['device']}: want the CUDA allocator's peaks from the trace")
+    k = int(st["name"].split("#")[1])
+    h = hook.get(k + 1, {}).get("cuda_max_allocated_bytes")
+    if h:
+        worst, n = max(worst, abs(m["peak_memory_bytes"] - h) / h), n + 1
+print(f"peak_memory_MiB={p['summary']['peak_memory_MiB']['median']:.1f} trace vs hook max_memory_allocated over {n} steps: worst {100*worst:.2f}%")
+print("findings:", ", ".join(f["id"] for f in p["findings"]) or "none")
+sys.exit(0 if n > 0 and worst < 0.01 else 1)
+PY
+	note "  memory $name: $(head -n 2 "$OUT/memory-$name.log" | tr '\n' ' ')"
+done
+grep -q 'memory-growth' "$OUT/demo-leak.log" && grep -Eq '\*peak_memory .* regression' "$OUT/demo-leak.log" \
+	&& result leak-verdict ok "peak_memory regression with memory-growth" \
+	|| result leak-verdict FAIL "the leak did not fail on peak_memory with memory-growth (see demo-leak.log)"
 
 # --- analyze the CUDA traces --------------------------------------------
 for name in baseline rerun slow-loader host-sync; do

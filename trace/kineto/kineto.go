@@ -150,6 +150,7 @@ type parser struct {
 	ev            event
 
 	copyInfo map[trace.Name]copyInfo
+	mem      memState // [memory] instant events (memory.go)
 
 	sawEvents     bool
 	legacy, noCat int
@@ -295,9 +296,12 @@ func (p *parser) event() error {
 			} else if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
+			if err == nil && (e.ph == 'i' || e.ph == 'I') {
+				return p.instant() // allocator events (memory.go)
+			}
 			if err == nil && e.ph != 'X' {
-				// Flows, instants, counters and metadata are not kept: skip
-				// the rest of the object without reading its members.
+				// Flows, counters and metadata are not kept: skip the rest
+				// of the object without reading its members.
 				return s.skipRest()
 			}
 		case 1: // cat
@@ -317,6 +321,10 @@ func (p *parser) event() error {
 		case 6: // tid
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
 		case 7: // args
+			if e.ph == 0 && string(e.name) == memoryName {
+				err = p.memArgsBeforePh() // memory.go
+				break
+			}
 			if len(e.cat) > 0 && !argsNeeded(e.cat) {
 				if k := trace.FLOPKindOf(unsafeString(e.name)); k != trace.FLOPNone {
 					err = p.flopArgs(k) // shapes.go
@@ -775,6 +783,7 @@ func (p *parser) finish() {
 	pr.Ranges = p.rng.flat()
 	pr.FLOPOps = p.sh.ops
 	wg.Wait()
+	p.finishMemory()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
 	}
