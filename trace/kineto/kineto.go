@@ -762,11 +762,12 @@ func (p *parser) intValue() (int64, error) {
 
 func (p *parser) finish() {
 	pr := p.p
-	// The three copies are independent: make them on all cores.
+	// The three lists are independent: sort them on all cores, into the
+	// order of trace.Profile.Sort (sort.go).
 	var wg sync.WaitGroup
-	wg.Go(func() { pr.GPU = p.gpu.flat() })
-	wg.Go(func() { pr.API = p.api.flat() })
-	pr.Ranges = p.rng.flat()
+	wg.Go(func() { pr.GPU = sorted(&p.gpu, func(g *trace.GPUOp) int64 { return g.Start }, cmpGPU) })
+	wg.Go(func() { pr.API = sorted(&p.api, func(a *trace.APICall) int64 { return a.Start }, cmpAPI) })
+	pr.Ranges = sorted(&p.rng, func(r *trace.Range) int64 { return r.Start }, cmpRange)
 	wg.Wait()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
@@ -805,5 +806,4 @@ func (p *parser) finish() {
 			pr.Devices = keep
 		}
 	}
-	pr.Sort()
 }
