@@ -274,18 +274,26 @@ func hex4(b []byte) (rune, bool) {
 func (s *scanner) skipString() error {
 	s.pos++ // the opening quote, checked by the caller
 	// Most skipped strings are short member names and values: look at
-	// the first bytes one by one before paying for two IndexByte calls.
-	if buf := s.buf[:s.end]; s.pos+24 <= len(buf) {
-		for i, c := range buf[s.pos : s.pos+24] {
-			if c == '"' {
-				s.pos += i + 1
-				return nil
-			}
-			if c == '\\' {
-				break
-			}
+	// 8 bytes at a time for a quote or a backslash (swar.go) before
+	// paying for two IndexByte calls.
+	buf, pos := s.buf[:s.end], s.pos
+	for pos+8 <= len(buf) {
+		m := quoteOrBackslash(binary.LittleEndian.Uint64(buf[pos:]))
+		if m == 0 {
+			pos += 8
+			continue
 		}
+		pos += bits.TrailingZeros64(m) / 8
+		if buf[pos] == '"' {
+			s.pos = pos + 1
+			return nil
+		}
+		if pos+2 > len(buf) {
+			break
+		}
+		pos += 2 // a backslash and the byte it escapes
 	}
+	s.pos = pos
 	for {
 		rest := s.buf[s.pos:s.end]
 		q := bytes.IndexByte(rest, '"')
@@ -409,6 +417,33 @@ func (s *scanner) skipRest() error {
 	depth := 1
 	for {
 		buf, pos := s.buf[:s.end], s.pos
+		// 8 bytes at a time to the next quote, brace or bracket.
+		for pos+8 <= len(buf) {
+			m := structural(binary.LittleEndian.Uint64(buf[pos:]))
+			if m == 0 {
+				pos += 8
+				continue
+			}
+			pos += bits.TrailingZeros64(m) / 8
+			switch buf[pos] {
+			case '"':
+				s.pos = pos
+				if err := s.skipString(); err != nil {
+					return err
+				}
+				buf, pos = s.buf[:s.end], s.pos
+				continue
+			case '{', '[':
+				depth++
+			default: // '}', ']'
+				depth--
+				if depth == 0 {
+					s.pos = pos + 1
+					return nil
+				}
+			}
+			pos++
+		}
 		for pos < len(buf) {
 			switch buf[pos] {
 			case '"':

@@ -1,8 +1,10 @@
 package kineto
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // TestReadKey covers the fast paths of readKey: names of up to 7 bytes
@@ -35,6 +37,43 @@ func TestReadKey(t *testing.T) {
 			rest := string(s.buf[s.pos:s.end])
 			if err != nil || got != c.want || strings.TrimRight(rest, " ") != strings.TrimRight(c.rest, " ") {
 				t.Errorf("readKey(%q) = %d, %v, rest %q; want %d, rest %q", c.in+pad, got, err, rest, c.want, c.rest)
+			}
+		}
+	}
+}
+
+// TestSkipValue covers skipping: brackets and braces inside strings,
+// escaped quotes and backslashes at every alignment, nesting, and input
+// that arrives a byte at a time (every refill boundary) or all at once.
+func TestSkipValue(t *testing.T) {
+	values := []string{
+		`{}`, `[]`, `"x"`, `12.5`, `true`,
+		`{"a": "}]", "b": [1, {"c": "{["}], "d\"}": "\\"}`,
+		`{"Input Dims": [[4096], [], [9, 4096]], "Input type": ["float", "", "Scalar"]}`,
+		`["\\\\", "\"", "\\\"]", "a\u005d\u007d"]`,
+		`{"k": "` + strings.Repeat(`ab\"{}[]`, 40) + `"}`,
+	}
+	for _, v := range values {
+		for pad := range 9 {
+			in := strings.Repeat(" ", pad) + v + `,"next"`
+			for _, one := range []bool{false, true} {
+				var r io.Reader = strings.NewReader(in)
+				if one {
+					r = iotest.OneByteReader(r)
+				}
+				s := newScanner(r)
+				if err := s.skipValue(); err != nil {
+					t.Fatalf("skipValue(%q): %v", in, err)
+				}
+				if got := s.offset(); got != int64(pad+len(v)) {
+					t.Errorf("skipValue(%q, one byte at a time %v) stopped at %d, want %d", in, one, got, pad+len(v))
+				}
+			}
+		}
+		s := newScanner(strings.NewReader(v[:len(v)-1]))
+		if v[0] == '{' || v[0] == '[' || v[0] == '"' {
+			if err := s.skipValue(); err == nil {
+				t.Errorf("skipValue(%q) of a truncated value: no error", v[:len(v)-1])
 			}
 		}
 	}

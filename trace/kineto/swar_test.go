@@ -1,0 +1,49 @@
+package kineto
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSWAR checks the word searches against byte-by-byte ones: every byte
+// value at every position, and random words dense in the searched bytes
+// (where borrows make false flags above a true one).
+func TestSWAR(t *testing.T) {
+	first := func(w uint64, want func(byte) bool) int {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], w)
+		for i, c := range b {
+			if want(c) {
+				return i
+			}
+		}
+		return 8
+	}
+	isQB := func(c byte) bool { return c == '"' || c == '\\' }
+	isStruct := func(c byte) bool { return c == '"' || c == '{' || c == '}' || c == '[' || c == ']' }
+	check := func(w uint64) {
+		if got, want := bits.TrailingZeros64(quoteOrBackslash(w))/8, first(w, isQB); got != want {
+			t.Fatalf("quoteOrBackslash(%#x): first at %d, want %d", w, got, want)
+		}
+		if got, want := bits.TrailingZeros64(structural(w))/8, first(w, isStruct); got != want {
+			t.Fatalf("structural(%#x): first at %d, want %d", w, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			check(lsbs*'a'&^(0xff<<(8*pos)) | uint64(c)<<(8*pos))
+			check(uint64(c) << (8 * pos))
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte{0, 1, '"', '#', '\\', ']', '[', '{', '}', '{' ^ 1, '}' ^ 1, '"' ^ 1, 0x5c ^ 1, 0x7f, 0xff, 'a'}
+	for range 200_000 {
+		var b [8]byte
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		check(binary.LittleEndian.Uint64(b[:]))
+	}
+}
