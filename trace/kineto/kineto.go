@@ -150,6 +150,8 @@ type parser struct {
 
 	copyInfo map[trace.Name]copyInfo
 
+	ext ext // state of the extensions (hooks.go)
+
 	sawEvents     bool
 	legacy, noCat int
 	cpuFunctions  int
@@ -260,6 +262,7 @@ func (p *parser) events() error {
 			return err
 		}
 		p.add()
+		p.eventDone()
 	}
 	return err
 }
@@ -294,7 +297,7 @@ func (p *parser) event() error {
 			} else if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
-			if err == nil && e.ph != 'X' {
+			if err == nil && e.ph != 'X' && !wantPhase(e.ph) {
 				// Flows, instants, counters and metadata are not kept: skip
 				// the rest of the object without reading its members.
 				return s.skipRest()
@@ -302,10 +305,6 @@ func (p *parser) event() error {
 		case 1: // cat
 			e.cat, err = p.stringValue(e.cat)
 		case 2: // name
-			if e.ph != 0 && e.ph != 'X' {
-				err = s.skipValue() // flows, instants and metadata are not kept
-				break
-			}
 			e.name, err = p.stringValue(e.name)
 		case 3: // ts
 			e.ts, e.hasTs, err = p.timeValue()
@@ -316,11 +315,12 @@ func (p *parser) event() error {
 		case 6: // tid
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
 		case 7: // args
-			if len(e.cat) > 0 && !argsNeeded(e.cat) {
+			hook := p.argsHook()
+			if len(e.cat) > 0 && !argsNeeded(e.cat) && hook == nil {
 				err = s.skipValue() // cpu_op args are large and unused
 				break
 			}
-			err = p.args()
+			err = p.args(hook)
 		default:
 			err = s.skipValue()
 		}
@@ -331,7 +331,9 @@ func (p *parser) event() error {
 	return err
 }
 
-func (p *parser) args() error {
+// args reads the members of an event's args object that the profile
+// keeps; hook, when not nil, reads the others (hooks.go).
+func (p *parser) args(hook argFunc) error {
 	s, e := p.s, &p.ev
 	c, err := s.peek()
 	if err != nil {
@@ -342,9 +344,20 @@ func (p *parser) args() error {
 	}
 	more, err := s.openObject()
 	for ; more && err == nil; more, err = s.comma('}') {
-		k, err := s.readKey(&p.key, argKeys)
+		var k int
+		if hook == nil {
+			k, err = s.readKey(&p.key, argKeys)
+		} else {
+			k, err = s.readKeyText(&p.key, argKeys)
+		}
 		if err != nil {
 			return err
+		}
+		if k < 0 && hook != nil {
+			if err = hook(p, p.key); err != nil {
+				return err
+			}
+			continue
 		}
 		var dst *int64
 		var flag *bool
@@ -769,6 +782,7 @@ func (p *parser) finish() {
 	wg.Go(func() { pr.API = sorted(&p.api, func(a *trace.APICall) int64 { return a.Start }, cmpAPI) })
 	pr.Ranges = sorted(&p.rng, func(r *trace.Range) int64 { return r.Start }, cmpRange)
 	wg.Wait()
+	p.finishExt()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
 	}

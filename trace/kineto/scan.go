@@ -726,3 +726,14 @@ func unsafeString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
+
+// readKeyText is readKey that also leaves the member's name, unescaped, in
+// *scratch, for hooks that look at names the keySet does not list.
+func (s *scanner) readKeyText(scratch *[]byte, ks *keySet) (int, error) {
+	var err error
+	*scratch, err = s.readString((*scratch)[:0])
+	if err != nil {
+		return -1, err
+	}
+	return ks.lookup(*scratch), s.expect(':')
+}
