@@ -284,11 +284,11 @@ func (p *parser) event() error {
 	e.corr, e.bytes = 0, 0
 	e.hasDevice, e.hasStream = false, false
 	more, err := s.openObject()
-	for ; more && err == nil; more, err = s.comma('}') {
-		k, err := s.readKey(&p.key, eventKeys)
-		if err != nil {
-			return err
-		}
+	if !more || err != nil {
+		return err
+	}
+	var k int
+	for k, err = s.readKey(&p.key, eventKeys); more && err == nil; k, more, err = s.nextMember(&p.key, eventKeys) {
 		switch k {
 		case 0: // ph
 			if q := s.pos + 1; q+2 < s.end && s.buf[s.pos] == ' ' && s.buf[q] == '"' && s.buf[q+1] != '\\' && s.buf[q+2] == '"' {
@@ -343,16 +343,20 @@ func (p *parser) args(hook argFunc) error {
 		return s.skipValue()
 	}
 	more, err := s.openObject()
-	for ; more && err == nil; more, err = s.comma('}') {
-		var k int
-		if hook == nil {
-			k, err = s.readKey(&p.key, argKeys)
-		} else {
-			k, err = s.readKeyText(&p.key, argKeys)
-		}
-		if err != nil {
-			return err
-		}
+	if !more || err != nil {
+		return err
+	}
+	next := func() (int, bool, error) { return s.nextMember(&p.key, argKeys) }
+	if hook != nil {
+		next = func() (int, bool, error) { return s.nextMemberText(&p.key, argKeys) }
+	}
+	var k int
+	if hook == nil {
+		k, err = s.readKey(&p.key, argKeys)
+	} else {
+		k, err = s.readKeyText(&p.key, argKeys)
+	}
+	for ; more && err == nil; k, more, err = next() {
 		if k < 0 && hook != nil {
 			if err = hook(p, p.key); err != nil {
 				return err

@@ -78,3 +78,39 @@ func TestSkipValue(t *testing.T) {
 		}
 	}
 }
+
+// TestNextMember covers nextMember's one-word path and its fallbacks.
+func TestNextMember(t *testing.T) {
+	ks := newKeySet("ph", "cat", "name", "ts", "dur", "pid", "tid", "args", "correlation")
+	for _, c := range []struct {
+		in   string
+		want int
+		more bool
+		rest string
+	}{
+		{`, "ph": 1`, 0, true, ` 1`},
+		{`, "tid":1`, 6, true, `1`},
+		{`,"cat": 1`, 1, true, ` 1`},
+		{",\n    \"ts\": 1", 3, true, ` 1`},
+		{`, "p\"h": 1`, -1, true, ` 1`},
+		{`, "p\u0068": 1`, 0, true, ` 1`},
+		{`, "correlation": 1`, 8, true, ` 1`},
+		{`, "": 1`, -1, true, ` 1`},
+		{`, "tidtidt": 1`, -1, true, ` 1`},
+		{`, "ph" : 1`, 0, true, ` 1`},
+		{`}, {`, -1, false, `, {`},
+		{` } `, -1, false, ` `},
+	} {
+		for _, pad := range []string{"", strings.Repeat(" ", 64)} {
+			s := newScanner(strings.NewReader(c.in + pad))
+			got, more, err := s.nextMember(new([]byte), ks)
+			rest := string(s.buf[s.pos:s.end])
+			if err != nil || got != c.want || more != c.more || strings.TrimRight(rest, " ") != strings.TrimRight(c.rest, " ") {
+				t.Errorf("nextMember(%q) = %d, %v, %v, rest %q; want %d, %v, rest %q", c.in+pad, got, more, err, rest, c.want, c.more, c.rest)
+			}
+		}
+	}
+	if _, _, err := newScanner(strings.NewReader(`; "ph": 1`)).nextMember(new([]byte), ks); err == nil {
+		t.Error("nextMember accepted ';' as a separator")
+	}
+}
