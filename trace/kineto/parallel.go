@@ -141,9 +141,14 @@ func (p *parser) run(stop int64) (bool, error) {
 	}
 }
 
-// guessStarts returns up to GOMAXPROCS-1 likely event starts after first.
+// guessStarts returns likely event starts after first that cut the rest
+// into up to 4 pieces per core (at most 16, of at least minPieceBytes). More
+// pieces than cores balance the load when a busy machine stalls one core's
+// thread: the others go on with the remaining pieces. On the 513 MB
+// benchmark trace with 2 cores on a loaded machine, `gpugate analyze` took
+// 2.7-3.4 s with 8 pieces against 2.9-3.9 s with 2, interleaved.
 func (p *parser) guessStarts(first int64) []int64 {
-	n := min(runtime.GOMAXPROCS(0), 8, int((p.size-first)/minPieceBytes))
+	n := min(4*runtime.GOMAXPROCS(0), 16, int((p.size-first)/minPieceBytes))
 	var out []int64
 	buf := make([]byte, 1<<20)
 	for k := 1; k < n; k++ {
