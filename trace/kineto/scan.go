@@ -414,6 +414,12 @@ func (s *scanner) skipValue() error {
 // skipRest skips the remaining members of the object being read and its
 // closing brace.
 func (s *scanner) skipRest() error {
+	// Flow events and most args hold no nested object: find the end at
+	// once (swar.go).
+	if n := flatEnd(s.buf[s.pos:s.end]); n >= 0 {
+		s.pos += n
+		return nil
+	}
 	depth := 1
 	for {
 		buf, pos := s.buf[:s.end], s.pos

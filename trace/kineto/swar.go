@@ -1,5 +1,11 @@
 package kineto
 
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
+
 // Byte searches eight bytes at a time in a little-endian word ("SIMD within
 // a register"). zeroBytes flags, in the high bit of each byte, the bytes
 // of x that are zero; a borrow can also flag a byte just above a zero one,
@@ -24,4 +30,45 @@ func quoteOrBackslash(w uint64) uint64 {
 func structural(w uint64) uint64 {
 	y := w | lsbs*0x20
 	return zeroBytes(w^(lsbs*'"')) | zeroBytes(y^(lsbs*'{')) | zeroBytes(y^(lsbs*'}'))
+}
+
+// eqBytes flags, exactly, the bytes of w equal to c: no borrow crosses
+// bytes, so every flag can be counted.
+func eqBytes(w uint64, c byte) uint64 {
+	const lows = 0x7f7f7f7f7f7f7f7f
+	x := w ^ (lsbs * uint64(c))
+	return ^((x&lows + lows) | x | lows)
+}
+
+// flatEnd returns the length of b's prefix up to and including the first
+// '}' when that '}' closes an object whose rest is b: no '{', '[', ']' or
+// backslash before it, and an even number of quotes (every string closed).
+// It returns -1 when that cannot be decided so simply.
+func flatEnd(b []byte) int {
+	end := bytes.IndexByte(b, '}')
+	if end < 0 {
+		return -1
+	}
+	quotes := 0
+	i := 0
+	for ; i+8 <= end; i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		y := w | lsbs*0x20 // '[' becomes '{', ']' becomes '}'
+		if eqBytes(y, '{')|eqBytes(y, '}')|eqBytes(w, '\\') != 0 {
+			return -1
+		}
+		quotes += bits.OnesCount64(eqBytes(w, '"'))
+	}
+	for ; i < end; i++ {
+		switch b[i] {
+		case '{', '[', ']', '\\':
+			return -1
+		case '"':
+			quotes++
+		}
+	}
+	if quotes%2 != 0 {
+		return -1
+	}
+	return end + 1
 }

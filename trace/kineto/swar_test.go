@@ -47,3 +47,56 @@ func TestSWAR(t *testing.T) {
 		check(binary.LittleEndian.Uint64(b[:]))
 	}
 }
+
+// TestFlatEnd checks flatEnd against a byte-by-byte walk with skipRest's
+// rules, on random bytes dense in quotes, escapes, braces and brackets:
+// when it decides, it must find the same end.
+func TestFlatEnd(t *testing.T) {
+	walk := func(b []byte) int {
+		depth, inStr := 1, false
+		for i := 0; i < len(b); i++ {
+			c := b[i]
+			switch {
+			case inStr && c == '\\':
+				i++
+			case inStr && c == '"':
+				inStr = false
+			case inStr:
+			case c == '"':
+				inStr = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	alphabet := []byte(`"\{}[]a ,:`)
+	decided := 0
+	for range 300_000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			if rng.IntN(3) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = 'a' + byte(rng.IntN(3))
+			}
+		}
+		if got := flatEnd(b); got >= 0 {
+			decided++
+			if want := walk(b); got != want {
+				t.Fatalf("flatEnd(%q) = %d, want %d", b, got, want)
+			}
+		}
+	}
+	if decided < 10_000 {
+		t.Errorf("flatEnd decided only %d inputs", decided)
+	}
+	if got := flatEnd([]byte(`"id": 863350, "pid": 0, "tid": 7, "ts": 1683564902133354, "cat": "ac2g", "name": "ac2g", "bp": "e"},`)); got != 99 {
+		t.Errorf("flatEnd of a flow event = %d, want 99", got)
+	}
+}
