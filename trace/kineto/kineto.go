@@ -283,12 +283,8 @@ func (p *parser) event() error {
 	e.hasTs, e.hasDur, e.tidIsNum, e.pidIsNum = false, false, false, false
 	e.corr, e.bytes = 0, 0
 	e.hasDevice, e.hasStream = false, false
-	more, err := s.openObject()
-	if !more || err != nil {
-		return err
-	}
-	var k int
-	for k, err = s.readKey(&p.key, eventKeys); more && err == nil; k, more, err = s.nextMember(&p.key, eventKeys) {
+	k, more, err := s.firstMember(&p.key, eventKeys)
+	for ; more && err == nil; k, more, err = s.nextMember(&p.key, eventKeys) {
 		switch k {
 		case 0: // ph
 			if q := s.pos + 1; q+2 < s.end && s.buf[s.pos] == ' ' && s.buf[q] == '"' && s.buf[q+1] != '\\' && s.buf[q+2] == '"' {

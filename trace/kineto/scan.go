@@ -747,17 +747,13 @@ func (s *scanner) readKeyText(scratch *[]byte, ks *keySet) (int, error) {
 // nextMember consumes the separator after an object member and, when the
 // object goes on, the next member's name and colon: it returns the name's
 // index in ks (-1 when not listed) and true, or false when the object has
-// just been closed. Chrome traces separate members with ", ": that case,
-// with a name of up to 7 bytes, is matched here in one step, the
-// separator, both quotes and the colon around one 8-byte word.
+// just been closed. The common case, a comma, white space and a name of up
+// to 7 bytes, is matched in one step, the name as one 8-byte word
+// (packedKey).
 func (s *scanner) nextMember(scratch *[]byte, ks *keySet) (int, bool, error) {
-	if p := s.pos; p+12 <= s.end && s.buf[p] == ',' && s.buf[p+1] == ' ' && s.buf[p+2] == '"' {
-		w := binary.LittleEndian.Uint64(s.buf[p+3:])
-		if k := quoteIndex(w); k >= 0 && s.buf[p+3+k+1] == ':' {
-			if v := w & (1<<(8*k) - 1); v&backslashMask(w, k) == 0 {
-				s.pos = p + k + 5
-				return ks.lookupPacked(v, k), true, nil
-			}
+	if p := s.pos; p < s.end && s.buf[p] == ',' {
+		if k, ok := s.packedKey(p+1, ks); ok {
+			return k, true, nil
 		}
 	}
 	more, err := s.comma('}')
@@ -766,6 +762,45 @@ func (s *scanner) nextMember(scratch *[]byte, ks *keySet) (int, bool, error) {
 	}
 	k, err := s.readKey(scratch, ks)
 	return k, true, err
+}
+
+// firstMember is nextMember for the opening brace and the first member.
+func (s *scanner) firstMember(scratch *[]byte, ks *keySet) (int, bool, error) {
+	if p := s.pos; p < s.end && s.buf[p] == '{' {
+		if k, ok := s.packedKey(p+1, ks); ok {
+			return k, true, nil
+		}
+	}
+	more, err := s.openObject()
+	if !more || err != nil {
+		return -1, more, err
+	}
+	k, err := s.readKey(scratch, ks)
+	return k, true, err
+}
+
+// packedKey matches, from q, a little white space (as peek skips it) and a
+// member name of up to 7 bytes without escapes, its closing quote and the
+// colon, within the buffer; then it moves past them and returns the
+// name's index in ks (-1 when not listed).
+func (s *scanner) packedKey(q int, ks *keySet) (int, bool) {
+	buf := s.buf[:s.end]
+	for lim := min(q+32, len(buf)); q < lim && buf[q] <= ' '; q++ {
+	}
+	if q+10 > len(buf) || buf[q] != '"' {
+		return -1, false
+	}
+	w := binary.LittleEndian.Uint64(buf[q+1:])
+	k := quoteIndex(w)
+	if k < 0 || buf[q+k+2] != ':' {
+		return -1, false
+	}
+	v := w & (1<<(8*k) - 1)
+	if v&backslashMask(w, k) != 0 {
+		return -1, false
+	}
+	s.pos = q + k + 3
+	return ks.lookupPacked(v, k), true
 }
 
 // nextMemberText is nextMember with readKeyText.

@@ -100,6 +100,9 @@ func TestNextMember(t *testing.T) {
 		{`, "ph" : 1`, 0, true, ` 1`},
 		{`}, {`, -1, false, `, {`},
 		{` } `, -1, false, ` `},
+		{",\n      \"dur\": 1", 4, true, ` 1`},
+		{",\t\r\n \"name\":1", 2, true, `1`},
+		{"," + strings.Repeat(" ", 40) + `"ph": 1`, 0, true, ` 1`},
 	} {
 		for _, pad := range []string{"", strings.Repeat(" ", 64)} {
 			s := newScanner(strings.NewReader(c.in + pad))
@@ -112,5 +115,32 @@ func TestNextMember(t *testing.T) {
 	}
 	if _, _, err := newScanner(strings.NewReader(`; "ph": 1`)).nextMember(new([]byte), ks); err == nil {
 		t.Error("nextMember accepted ';' as a separator")
+	}
+}
+
+// TestFirstMember covers the opening of an object with firstMember.
+func TestFirstMember(t *testing.T) {
+	ks := newKeySet("ph", "cat")
+	for _, c := range []struct {
+		in   string
+		want int
+		more bool
+		rest string
+	}{
+		{"{\n    \"ph\": \"X\"", 0, true, ` "X"`},
+		{`{"cat":1`, 1, true, `1`},
+		{`{"categ": 1`, -1, true, ` 1`},
+		{`{"c\"at": 1`, -1, true, ` 1`},
+		{`{ }, 1`, -1, false, `, 1`},
+		{`{}`, -1, false, ``},
+	} {
+		for _, pad := range []string{"", strings.Repeat(" ", 64)} {
+			s := newScanner(strings.NewReader(c.in + pad))
+			got, more, err := s.firstMember(new([]byte), ks)
+			rest := string(s.buf[s.pos:s.end])
+			if err != nil || got != c.want || more != c.more || strings.TrimRight(rest, " ") != strings.TrimRight(c.rest, " ") {
+				t.Errorf("firstMember(%q) = %d, %v, %v, rest %q; want %d, %v, rest %q", c.in+pad, got, more, err, rest, c.want, c.more, c.rest)
+			}
+		}
 	}
 }
