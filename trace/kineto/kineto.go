@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -775,13 +776,21 @@ func (p *parser) intValue() (int64, error) {
 
 func (p *parser) finish() {
 	pr := p.p
-	// The three lists are independent: sort them on all cores, into the
-	// order of trace.Profile.Sort (sort.go).
+	// Sort the lists into the order of trace.Profile.Sort (sort.go). Each
+	// sort leaves its chunks and keys behind as garbage: collecting it
+	// before the next list's sort and before analysis lets their
+	// allocations reuse those pages instead of faulting in new ones. On
+	// the 513 MB benchmark trace this took `gpugate analyze` from 155-168
+	// to 118-131 MB peak RSS and from 39 k to 29-33 k page faults (each a
+	// costly exit on a virtual machine), at the cost of sorting the range
+	// list alone. The collections are cheap: the records hold no pointers.
 	var wg sync.WaitGroup
 	wg.Go(func() { pr.GPU = sorted(&p.gpu, func(g *trace.GPUOp) int64 { return g.Start }, cmpGPU) })
-	wg.Go(func() { pr.API = sorted(&p.api, func(a *trace.APICall) int64 { return a.Start }, cmpAPI) })
-	pr.Ranges = sorted(&p.rng, func(r *trace.Range) int64 { return r.Start }, cmpRange)
+	pr.API = sorted(&p.api, func(a *trace.APICall) int64 { return a.Start }, cmpAPI)
 	wg.Wait()
+	runtime.GC()
+	pr.Ranges = sorted(&p.rng, func(r *trace.Range) int64 { return r.Start }, cmpRange)
+	runtime.GC()
 	p.finishExt()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
