@@ -180,6 +180,8 @@ type event struct {
 	device, stream int64
 	bytes          int64
 	hasDevice      bool
+	kind           int  // category(cat), set where cat is read
+	legacy         bool // a category of the 2021 format
 	hasStream      bool
 }
 
@@ -284,6 +286,7 @@ func (p *parser) event() error {
 	e.hasTs, e.hasDur, e.tidIsNum, e.pidIsNum = false, false, false, false
 	e.corr, e.bytes = 0, 0
 	e.hasDevice, e.hasStream = false, false
+	e.kind, e.legacy = category(nil)
 	k, more, err := s.firstMember(&p.key, eventKeys)
 	for ; more && err == nil; k, more, err = s.nextMember(&p.key, eventKeys) {
 		switch k {
@@ -301,6 +304,7 @@ func (p *parser) event() error {
 			}
 		case 1: // cat
 			e.cat, err = p.stringValue(e.cat)
+			e.kind, e.legacy = category(e.cat)
 		case 2: // name
 			e.name, err = p.stringValue(e.name)
 		case 3: // ts
@@ -313,7 +317,7 @@ func (p *parser) event() error {
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
 		case 7: // args
 			hook := p.argsHook()
-			if len(e.cat) > 0 && !argsNeeded(e.cat) && hook == nil {
+			if len(e.cat) > 0 && (e.kind < catKernel || e.kind > catAPI) && hook == nil {
 				err = s.skipValue() // cpu_op args are large and unused
 				break
 			}
@@ -398,16 +402,6 @@ func (p *parser) args(hook argFunc) error {
 		}
 	}
 	return err
-}
-
-// argsNeeded reports whether events of category cat carry args the profile
-// keeps (correlation, device, stream, bytes).
-func argsNeeded(cat []byte) bool {
-	switch string(cat) {
-	case "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "Kernel", "Memcpy", "Memset", "Runtime":
-		return true
-	}
-	return false
 }
 
 // stringValue reads a string, or skips a non-string value and returns dst empty.
@@ -498,20 +492,29 @@ const (
 	catRange
 )
 
-func category(cat []byte) int {
+// category returns what events of category cat become, and whether cat is
+// one of the 2021 format's. Events of the categories from catKernel to catAPI
+// carry args the profile keeps (correlation, device, stream, bytes).
+func category(cat []byte) (int, bool) {
 	switch string(cat) {
-	case "kernel", "Kernel":
-		return catKernel
+	case "kernel":
+		return catKernel, false
+	case "Kernel":
+		return catKernel, true
 	case "gpu_memcpy", "Memcpy":
-		return catMemcpy
+		return catMemcpy, false
 	case "gpu_memset", "Memset":
-		return catMemset
-	case "cuda_runtime", "cuda_driver", "Runtime":
-		return catAPI
-	case "cpu_op", "user_annotation", "Operator", "":
-		return catRange
+		return catMemset, false
+	case "cuda_runtime", "cuda_driver":
+		return catAPI, false
+	case "Runtime":
+		return catAPI, true
+	case "cpu_op", "user_annotation", "":
+		return catRange, false
+	case "Operator":
+		return catRange, true
 	}
-	return catNone
+	return catNone, false
 }
 
 // add turns the decoded event into a profile record.
@@ -520,11 +523,11 @@ func (p *parser) add() {
 	if e.ph != 'X' {
 		return
 	}
-	c := category(e.cat)
-	switch string(e.cat) {
-	case "Kernel", "Runtime", "Operator":
+	c := e.kind
+	switch {
+	case e.legacy:
 		p.legacy++
-	case "":
+	case len(e.cat) == 0:
 		// The CPU-only autograd profiler writes no category at all.
 		p.noCat++
 		if string(e.pid) == "CPU functions" {
