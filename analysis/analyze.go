@@ -49,6 +49,8 @@ type Options struct {
 	// KeepEdges keeps the first and last steps that Analyze otherwise
 	// leaves out (see Trim).
 	KeepEdges bool
+	// Work turns step times into throughput and counts FLOPs (flops.go).
+	Work Work
 }
 
 func (o Options) withDefaults() Options {
@@ -99,6 +101,8 @@ type Step struct {
 	LaunchOverhead int64   // median host duration of kernel launch calls
 	ShortKernels   float64 // share of launched kernels shorter than their launch call
 	Launches       int     // kernel launch calls in the host window
+
+	Memory StepMemory // peak memory and its source (memory.go); Source "" when absent
 }
 
 // StepTime is s1 - s0.
@@ -136,6 +140,9 @@ type KernelStat struct {
 // Result is the analysis of one profile.
 type Result struct {
 	Profile *trace.Profile
+	// Work is the steps' throughput and FLOPs (flops.go), aligned with
+	// Steps; nil when neither is known.
+	Work *WorkResult
 	// HasGPU is false for profiles without any GPU activity or CUDA API
 	// call; GPU metrics are then absent, never zero.
 	HasGPU bool
@@ -170,6 +177,10 @@ type Result struct {
 	// every consumer of the result — summaries, findings, comparisons,
 	// kernel lists, the stored analysis — sees only Steps.
 	LeftOut []LeftOut
+
+	// MemDevices holds, per step (same index as Steps), every device's
+	// memory numbers from the trace's allocator events; nil without them.
+	MemDevices [][]DeviceMemory
 
 	Warnings []string
 
@@ -262,6 +273,8 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		r.StepConfidence = r.stepConfidence(inf.trust)
 	}
 	r.trim()
+	r.Work = r.work(opt.Work)
+	r.memory()
 	return r
 }
 

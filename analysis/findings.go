@@ -113,6 +113,9 @@ func (r *Result) Findings() []Finding {
 			out = append(out, *f)
 		}
 	}
+	if f := r.memoryFinding(); f != nil {
+		out = append(out, *f)
+	}
 	if !r.HasGPU {
 		return rank(out)
 	}

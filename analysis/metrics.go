@@ -115,8 +115,8 @@ func Quantile(sorted []float64, q float64) float64 { return stats.Quantile(sorte
 // Samples returns the per-step values of m, or nil when m is absent from
 // this profile (a GPU metric without GPU activity).
 func (r *Result) Samples(m Metric) []float64 {
-	if m.GPU && !r.HasGPU {
-		return nil
+	if (m.GPU && !r.HasGPU) || !r.present(m) {
+		return nil // absent: a GPU metric without GPU activity, memory without its events
 	}
 	xs := make([]float64, len(r.Steps))
 	for i := range r.Steps {

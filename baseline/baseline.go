@@ -68,6 +68,9 @@ type Run struct {
 	Fingerprint     []byte // JSON
 	Version         string
 	Analysis        []byte // JSON
+	// Conditions are the run conditions as JSON (gate.Conditions, which
+	// the store does not interpret); empty for runs recorded without.
+	Conditions []byte
 }
 
 // Open opens or creates the store at target, a SQLite file path or a
@@ -233,9 +236,12 @@ func compact(b []byte) []byte {
 // insert writes a run and its derived rows; r.ID is kept when non-zero.
 func (s *Store) insert(ctx context.Context, tx *sql.Tx, r Run, d derived) (int64, error) {
 	r.Fingerprint, r.Analysis = compact(r.Fingerprint), compact(r.Analysis)
-	cols := `workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis`
-	args := []any{r.Workload, r.Branch, r.Commit, r.Created.Unix(), r.Kind, r.Profiler, r.FingerprintHash, string(r.Fingerprint), r.Version, string(r.Analysis)}
-	marks := `?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+	if len(r.Conditions) > 0 {
+		r.Conditions = compact(r.Conditions)
+	}
+	cols := `workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis, conditions`
+	args := []any{r.Workload, r.Branch, r.Commit, r.Created.Unix(), r.Kind, r.Profiler, r.FingerprintHash, string(r.Fingerprint), r.Version, string(r.Analysis), string(r.Conditions)}
+	marks := `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 	if r.ID != 0 {
 		cols, marks = "id, "+cols, "?, "+marks
 		args = append([]any{r.ID}, args...)

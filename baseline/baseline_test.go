@@ -20,6 +20,7 @@ import (
 	"github.com/gpugate/gpugate/internal/pgtest"
 	"github.com/gpugate/gpugate/internal/testdb"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/trace"
 	"github.com/gpugate/gpugate/trace/nsys"
 )
 
@@ -177,7 +178,13 @@ func TestRecordStoresEveryMetric(t *testing.T) {
 		want := 0
 		for _, p := range a.Profiles {
 			for _, st := range p.Steps {
-				if st["gpu_busy_ns"] != nil || !m.GPU {
+				if name, _ := baseline.SampleName(m.Name, m.Unit); m.Unit == "MiB" {
+					// Memory metrics are stored where the step's memory
+					// object has them (absent, not 0).
+					if mem, ok := st["memory"].(map[string]any); ok && mem[name] != nil {
+						want++
+					}
+				} else if st["gpu_busy_ns"] != nil || !m.GPU {
 					want++
 				}
 			}
@@ -261,17 +268,22 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts, err := s.Series(ctx, "w", "main", "abc", "step_time_ns")
+	old, err2 := s.Baselines(ctx, "w", "main", "abc", 1)
 	s.Close()
 	if err != nil || len(pts) != 1 || pts[0].RunID != 7 || pts[0].N != 3 {
 		t.Errorf("after migration from version 1: %+v, %v", pts, err)
+	}
+	// A run from before schema 5 has no run conditions: nil, not "".
+	if err2 != nil || len(old) != 1 || old[0].Conditions != nil {
+		t.Errorf("after migration: run %+v, %v; want it without conditions", old, err2)
 	}
 	for _, p := range []string{empty, v1} {
 		db, _ := sql.Open("sqlite", p)
 		var v int
 		db.QueryRow(`PRAGMA user_version`).Scan(&v)
 		db.Close()
-		if v != 3 {
-			t.Errorf("%s: user_version %d, want 3", filepath.Base(p), v)
+		if v != 5 {
+			t.Errorf("%s: user_version %d, want 5", filepath.Base(p), v)
 		}
 		integrity(t, p)
 	}
@@ -282,7 +294,7 @@ func dump(t *testing.T, be backend, target string) string {
 	db := be.raw(t, target)
 	var b strings.Builder
 	for _, q := range []string{
-		`SELECT id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis FROM runs ORDER BY id`,
+		`SELECT id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis, conditions FROM runs ORDER BY id`,
 		`SELECT * FROM samples ORDER BY run_id, rank, metric, step`,
 		`SELECT * FROM kernels ORDER BY run_id, rank, name`,
 		`SELECT * FROM findings ORDER BY run_id, rank, id`,
@@ -342,6 +354,10 @@ func TestExportImportLossless(t *testing.T) {
 				for i := range 3 {
 					r := run(d, fmt.Sprint("c", i))
 					r.Created = time.Unix(1700000000-int64(i)*60, 0) // ids and times in opposite orders
+					if i == 1 {
+						// Run conditions (schema 5) travel too; the others have none.
+						r.Conditions = []byte(`{"sampled": true, "gpus": [{"index": 0, "name": "NVIDIA H200\n::x", "reason_share": {"hw_slowdown": 0.4}}]}`)
+					}
 					s.Record(ctx, r)
 				}
 				e, err := s.Export(ctx)
@@ -548,5 +564,39 @@ func TestBadFiles(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(ro); !bytes.Equal(before, after) {
 		t.Error("a read-only file was modified")
+	}
+}
+
+// Memory is stored in bytes under the step's memory object's names, and
+// read back by SampleName; a step without memory stores none (absent).
+func TestRecordStoresMemory(t *testing.T) {
+	ctx := context.Background()
+	p := trace.New("trace-0.json", trace.FormatKineto)
+	steps := []analysis.Step{
+		{Name: "ProfilerStep#1", End: 10, HostEnd: 10, Memory: analysis.StepMemory{Source: analysis.MemFromHookCUDA, Device: 0, Peak: 3 << 20, Reserved: 4 << 20, HasReserved: true, RSS: 5 << 20, HasRSS: true}},
+		{Name: "ProfilerStep#2", Start: 10, End: 20, HostStart: 10, HostEnd: 20},
+	}
+	var buf bytes.Buffer
+	report.NewAnalysis([]*analysis.Result{analysis.FromSteps(p, false, steps, nil)}).WriteJSON(&buf)
+	path := filepath.Join(t.TempDir(), "b.db")
+	s, _ := baseline.Open(ctx, path)
+	if _, err := s.Record(ctx, run(buf.Bytes(), "c1")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for metric, want := range map[string]float64{"peak_memory": 3 << 20, "peak_reserved": 4 << 20, "rss": 5 << 20} {
+		m, _ := analysis.MetricByName(metric)
+		name, scale := baseline.SampleName(m.Name, m.Unit)
+		var n int
+		var v float64
+		backends[0].raw(t, path).QueryRow(`SELECT count(*), max(value) FROM samples WHERE metric = ?`, name).Scan(&n, &v)
+		if n != 1 || v != want || scale != 1<<20 {
+			t.Errorf("%s stored as %s: %d samples, value %v (scale %v); want 1 sample of %v bytes (scale 2^20)", metric, name, n, v, scale, want)
+		}
+	}
+	var n int
+	backends[0].raw(t, path).QueryRow(`SELECT count(*) FROM samples WHERE metric = 'alloc_growth_bytes'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("%d alloc_growth samples, want none (absent)", n)
 	}
 }

@@ -34,6 +34,11 @@ type derived struct {
 var stepMetrics = []string{"step_time_ns", "kernels", "gpu_busy_ns", "gpu_util", "gpu_idle_ns", "cpu_wait_ns", "data_wait_ns",
 	"sync_calls", "sync_time_ns", "comm_time_ns", "exposed_comm_ns", "exposed_copy_ns", "launch_overhead_ns", "short_kernels"}
 
+// memoryFields are the step's memory numbers stored as samples (bytes),
+// by their JSON names in the step's "memory" object; null ones (absent)
+// are not stored.
+var memoryFields = []string{"peak_memory_bytes", "peak_reserved_bytes", "alloc_growth_bytes", "rss_bytes"}
+
 // SampleName is the name under which a metric's per-step samples are
 // stored, and the factor from the stored value to the metric's unit
 // (stored times are ns, bytes are bytes): "step_time" in ms is
@@ -46,6 +51,8 @@ func SampleName(metric, unit string) (string, float64) {
 		return metric + "_ns", 1e3
 	case "MB":
 		return metric, 1e6
+	case "MiB": // memory: stored in bytes, from the step's "memory" object
+		return metric + "_bytes", 1 << 20
 	}
 	if strings.HasPrefix(metric, "memcpy_") && strings.HasSuffix(metric, "_time") {
 		return metric + "_ns", 1
@@ -86,6 +93,13 @@ func derive(analysis []byte) (derived, error) {
 			for _, m := range stepMetrics {
 				if v, ok := st[m].(float64); ok { // null (absent) GPU metrics are skipped
 					add(m, v)
+				}
+			}
+			if mem, ok := st["memory"].(map[string]any); ok { // null: memory not measured
+				for _, k := range memoryFields {
+					if v, ok := mem[k].(float64); ok {
+						add(k, v)
+					}
 				}
 			}
 			if cp, ok := st["memcpy"].(map[string]any); ok {

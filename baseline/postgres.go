@@ -70,6 +70,12 @@ var pgMigrations = []string{
 	);`,
 
 	`CREATE INDEX runs_fingerprint ON runs (workload, branch, kind, fingerprint_hash, created_at);`,
+
+	// 4: the Nsight Compute deep-dive's kernels of a run (baseline/ncu.go).
+	pgNCUMigration,
+
+	// 5: the run conditions nvidia-smi saw while the run ran (see sqliteMigrations).
+	`ALTER TABLE runs ADD COLUMN conditions TEXT NOT NULL DEFAULT ''`,
 }
 
 // IsURL reports whether target names a PostgreSQL server rather than a

@@ -18,7 +18,7 @@ type Filter struct {
 	Fingerprint string
 }
 
-const runColumns = `id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis`
+const runColumns = `id, workload, branch, commit_sha, created_at, kind, profiler, fingerprint_hash, fingerprint, gpugate_version, analysis, conditions`
 
 // Runs returns the runs matching f, oldest first (by creation time, then
 // id).
@@ -48,11 +48,14 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]Run, error)
 	for rows.Next() {
 		var r Run
 		var created int64
-		var fp, an string
-		if err := rows.Scan(&r.ID, &r.Workload, &r.Branch, &r.Commit, &created, &r.Kind, &r.Profiler, &r.FingerprintHash, &fp, &r.Version, &an); err != nil {
+		var fp, an, cond string
+		if err := rows.Scan(&r.ID, &r.Workload, &r.Branch, &r.Commit, &created, &r.Kind, &r.Profiler, &r.FingerprintHash, &fp, &r.Version, &an, &cond); err != nil {
 			return nil, s.wrap("read", err)
 		}
 		r.Created, r.Fingerprint, r.Analysis = time.Unix(created, 0), []byte(fp), []byte(an)
+		if cond != "" {
+			r.Conditions = []byte(cond)
+		}
 		out = append(out, r)
 	}
 	return out, s.wrap("read", rows.Err())
@@ -77,6 +80,9 @@ type ExportedRun struct {
 	Fingerprint     json.RawMessage `json:"fingerprint"`
 	Version         string          `json:"gpugate_version"`
 	Analysis        json.RawMessage `json:"analysis"`
+	// Conditions are the run conditions (JSON object), absent for runs
+	// recorded without.
+	Conditions json.RawMessage `json:"conditions,omitempty"`
 }
 
 // Export returns every run of the store.
@@ -88,7 +94,7 @@ func (s *Store) Export(ctx context.Context) (*Export, error) {
 	e := &Export{Format: 1, Runs: []ExportedRun{}}
 	for _, r := range runs {
 		e.Runs = append(e.Runs, ExportedRun{r.ID, r.Workload, r.Branch, r.Commit, r.Created.Unix(), r.Kind, r.Profiler,
-			r.FingerprintHash, json.RawMessage(r.Fingerprint), r.Version, json.RawMessage(r.Analysis)})
+			r.FingerprintHash, json.RawMessage(r.Fingerprint), r.Version, json.RawMessage(r.Analysis), json.RawMessage(r.Conditions)})
 	}
 	return e, nil
 }
@@ -125,6 +131,12 @@ func (x *ExportedRun) validate(now time.Time) error {
 	var fp map[string]any
 	if err := json.Unmarshal(x.Fingerprint, &fp); err != nil || fp == nil {
 		return errors.New("fingerprint is not a JSON object")
+	}
+	if len(x.Conditions) > 0 {
+		var c map[string]any
+		if err := json.Unmarshal(x.Conditions, &c); err != nil || c == nil || !utf8.Valid(x.Conditions) {
+			return errors.New("conditions is not a JSON object")
+		}
 	}
 	if !utf8.Valid(x.Fingerprint) || !utf8.Valid(x.Analysis) {
 		return errors.New("fingerprint or analysis is not valid UTF-8")
@@ -175,7 +187,7 @@ func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 			continue
 		}
 		r := Run{Workload: x.Workload, Branch: x.Branch, Commit: x.Commit, Created: time.Unix(x.Created, 0), Kind: x.Kind, Profiler: x.Profiler,
-			FingerprintHash: x.FingerprintHash, Fingerprint: x.Fingerprint, Version: x.Version, Analysis: x.Analysis}
+			FingerprintHash: x.FingerprintHash, Fingerprint: x.Fingerprint, Version: x.Version, Analysis: x.Analysis, Conditions: x.Conditions}
 		if x.ID > 0 {
 			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE id = ?`), x.ID).Scan(&n); err != nil {
 				return 0, s.wrap("import into", err)

@@ -61,6 +61,14 @@ var sqliteMigrations = []string{
 
 	// 3: baselines are picked by fingerprint in the query.
 	`CREATE INDEX runs_fingerprint ON runs (workload, branch, kind, fingerprint_hash, created_at);`,
+
+	// 4: the Nsight Compute deep-dive's kernels of a run (baseline/ncu.go).
+	sqliteNCUMigration,
+
+	// 5: the run conditions nvidia-smi saw while the run ran (JSON of
+	// gate.Conditions; '' for runs recorded before). It depends on no
+	// other migration's content.
+	`ALTER TABLE runs ADD COLUMN conditions TEXT NOT NULL DEFAULT ''`,
 }
 
 // sqliteURI makes path a SQLite URI that names exactly that file: '?', '#'

@@ -128,6 +128,7 @@ func TestImportValidates(t *testing.T) {
 		{"empty workload", func(x *baseline.ExportedRun) { x.Workload = "" }, "workload is empty"},
 		{"kind", func(x *baseline.ExportedRun) { x.Kind = "other" }, "kind"},
 		{"fingerprint", func(x *baseline.ExportedRun) { x.Fingerprint = json.RawMessage(`"x"`) }, "fingerprint"},
+		{"conditions not an object", func(x *baseline.ExportedRun) { x.Conditions = json.RawMessage(`[1]`) }, "conditions is not a JSON object"},
 	}
 	each(t, func(t *testing.T, be backend) {
 		ctx := context.Background()

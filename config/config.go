@@ -31,10 +31,15 @@ type Config struct {
 	Baseline   Baseline           `yaml:"baseline"`
 	AB         AB                 `yaml:"ab"`
 	// Gate lists the metrics whose regression fails the gate; the others
-	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls. The
+	// explain it. Empty: step_time, kernels, cpu_wait, sync_calls, peak_memory. The
 	// names are checked against the metrics gpugate computes by the
 	// command that uses them (config knows no metrics).
 	Gate []string `yaml:"gate"`
+	// MemoryMinChange is the smallest change of a memory metric
+	// (peak_memory, peak_reserved, rss, alloc_growth) that counts, beside
+	// its relative allowance: "64MiB" (the default), "1GiB", "512MB" or
+	// bytes.
+	MemoryMinChange *Bytes `yaml:"memory_min_change"`
 
 	root *yaml.Node // the document, for Position
 
@@ -68,6 +73,18 @@ type Workload struct {
 	// DeepDive, when set, reruns the job under Nsight Compute on the
 	// kernels that regressed (opt-in).
 	DeepDive *DeepDive `yaml:"deep_dive"`
+	// SamplesPerStep and TokensPerStep, when set, are what one step of one
+	// process consumes: samples/s and tokens/s per step are reported beside
+	// step time (derived from it, so they do not gate).
+	SamplesPerStep float64 `yaml:"samples_per_step"`
+	TokensPerStep  float64 `yaml:"tokens_per_step"`
+	// FLOPs makes torch.profiler record operator shapes (and flops), so
+	// that FLOPs, TFLOP/s and MFU per step are reported; opt-in, as
+	// recording shapes costs profiler overhead.
+	FLOPs bool `yaml:"flops"`
+	// MFUDtype is the dtype whose datasheet peak MFU is measured against:
+	// fp32, tf32, bf16 (the default), fp16 or fp8.
+	MFUDtype string `yaml:"mfu_dtype"`
 
 	line, col         int             // where the workload starts, for errors
 	nameLine, nameCol int             // where its name is
@@ -526,6 +543,20 @@ func (c *Config) validate() Errors {
 		if w.Nsys.Trace == "" {
 			w.Nsys.Trace = "cuda,nvtx,osrt"
 		}
+		for _, t := range []struct {
+			key string
+			v   float64
+		}{{"samples_per_step", w.SamplesPerStep}, {"tokens_per_step", w.TokensPerStep}} {
+			if w.set[t.key] && !(t.v > 0 && t.v <= 1e15) {
+				bad(w, "workload %q: %s must be a positive number (up to 1e15), not %v", w.Name, t.key, t.v)
+			}
+		}
+		if w.MFUDtype == "" {
+			w.MFUDtype = "bf16"
+		}
+		if !contains(analysis.MFUDtypes, w.MFUDtype) {
+			bad(w, "workload %q: mfu_dtype %q: want one of %s", w.Name, w.MFUDtype, strings.Join(analysis.MFUDtypes, ", "))
+		}
 		if dd := w.DeepDive; dd != nil {
 			at := func(format string, args ...any) {
 				errs = append(errs, &Error{File: c.File, Line: dd.line, Col: dd.col,
@@ -651,4 +682,40 @@ func (c *Config) Workload(name string) (*Workload, error) {
 		return nil, err
 	}
 	return nil, fmt.Errorf("%s: no workload %q", c.File, name)
+}
+
+// Bytes is a size in bytes, written "64MiB", "1GiB", "500MB", "4096" or
+// "4096B" (KiB/MiB/GiB are powers of 2, kB/MB/GB of 10).
+type Bytes int64
+
+// UnmarshalYAML reads a size.
+func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseBytes(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*b = Bytes(v)
+	return nil
+}
+
+// ParseBytes reads a size such as "64MiB"; negative, fractional-byte and
+// unitless non-integer sizes are errors.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(num), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v*mult > 1<<62 {
+		return 0, fmt.Errorf("%q is not a size such as 64MiB, 1GiB or 500MB", s)
+	}
+	return int64(math.Round(v * mult)), nil
 }

@@ -160,3 +160,56 @@ workloads:
 		}
 	}
 }
+
+func TestWorkFields(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\n    samples_per_step: 32\n    tokens_per_step: 65536\n    flops: true\n    mfu_dtype: fp16\n  - command: [y]\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, d := c.Workloads[0], c.Workloads[1]
+	if w.SamplesPerStep != 32 || w.TokensPerStep != 65536 || !w.FLOPs || w.MFUDtype != "fp16" {
+		t.Errorf("workload 1: %+v", w)
+	}
+	if d.SamplesPerStep != 0 || d.FLOPs || d.MFUDtype != "bf16" {
+		t.Errorf("defaults: samples %v flops %v mfu_dtype %q, want 0 false bf16", d.SamplesPerStep, d.FLOPs, d.MFUDtype)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"samples_per_step: 0", "perf.yaml:3:5: workload \"workload1\": samples_per_step must be a positive number (up to 1e15), not 0"},
+		{"tokens_per_step: -5", "tokens_per_step must be a positive number"},
+		{"samples_per_step: .nan", "samples_per_step must be a positive number (up to 1e15), not NaN"},
+		{"samples_per_step: .inf", "samples_per_step must be a positive number"},
+		{"mfu_dtype: int8", `mfu_dtype "int8": want one of fp32, tf32, bf16, fp16, fp8`},
+		{"flops: maybe", "cannot unmarshal !!str `maybe` into bool"},
+	} {
+		_, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\n    "+tc.in+"\n"), "perf.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+func TestMemoryMinChange(t *testing.T) {
+	for in, want := range map[string]int64{"64MiB": 64 << 20, "1GiB": 1 << 30, "500MB": 500e6, "4096": 4096, "10 B": 10} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1MiB", "NaN", "lots", "1e30GiB", ""} {
+		if got, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+func TestMemoryMinChangeYAML(t *testing.T) {
+	src := "version: 1\nworkloads:\n  - name: w\n    command: [\"python3\", \"t.py\"]\nmemory_min_change: 128MiB\n"
+	c, err := Parse([]byte(src), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MemoryMinChange == nil || *c.MemoryMinChange != 128<<20 {
+		t.Errorf("memory_min_change = %v, want 128 MiB", c.MemoryMinChange)
+	}
+	if _, err := Parse([]byte(strings.Replace(src, "128MiB", "lots", 1)), "perf.yaml"); err == nil || !strings.Contains(err.Error(), "not a size") {
+		t.Errorf("memory_min_change: lots: err = %v, want one naming the size", err)
+	}
+}

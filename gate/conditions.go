@@ -1,9 +1,13 @@
 package gate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+
+	"github.com/gpugate/gpugate/stats"
 )
 
 // Conditions are the run conditions of one job as nvidia-smi saw them while
@@ -13,7 +17,7 @@ import (
 // says nothing about the code. Stored with the run as JSON.
 type Conditions struct {
 	// Sampled is false when nothing was measured; NotSampled then says
-	// why ("nvidia-smi not found"). Nothing is ever filled in for a run
+	// why ("no nvidia-smi"). Nothing is ever filled in for a run
 	// that was not sampled.
 	Sampled    bool   `json:"sampled"`
 	NotSampled string `json:"not_sampled,omitempty"`
@@ -131,24 +135,36 @@ func ThrottleReasons() []string {
 // conditions were sampled): then only what the candidate shows by itself
 // (hardware or thermal throttling, other processes) can void it. An
 // unsampled candidate voids nothing: nothing is known, and the report says
-// so.
+// so. A difference in SM clock counts either way (a faster clock than the
+// baseline's is no fair comparison either).
 func VoidReasons(cand, base *Conditions, m ConditionMargins) []string {
-	if cand == nil || !cand.Sampled {
+	return handicaps(cand, base, m, false)
+}
+
+// handicaps returns why run ran under worse conditions than other, one
+// sentence per GPU of run; with lowerClockOnly, only an SM clock lower
+// than other's counts (VoidReasons counts any difference).
+func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) []string {
+	if run == nil || !run.Sampled {
 		return nil
 	}
 	var out []string
-	for _, g := range jobGPUs(cand) {
+	for _, g := range jobGPUs(run) {
 		var why []string
 		var b *GPUConditions
-		if base != nil && base.Sampled {
-			b = matchGPU(base, g)
+		if other != nil && other.Sampled {
+			b = matchGPU(other, g)
 		}
 		if b != nil && g.SMClockMedianMHz != nil && b.SMClockMedianMHz != nil && *b.SMClockMedianMHz > 0 {
 			c, p := *g.SMClockMedianMHz, *b.SMClockMedianMHz
 			// |c-p| against margin·p, not |c/p-1| against margin: the
 			// ratio rounds 1339.5/1410 to 5.000000000000004%.
-			if math.Abs(c-p) > m.SMClock*p {
-				why = append(why, fmt.Sprintf("SM clock %s → %s MHz", mhz(p), mhz(c)))
+			if math.Abs(c-p) > m.SMClock*p && (!lowerClockOnly || c < p) {
+				if lowerClockOnly {
+					why = append(why, fmt.Sprintf("SM clock %s MHz (candidate %s MHz)", mhz(c), mhz(p)))
+				} else {
+					why = append(why, fmt.Sprintf("SM clock %s → %s MHz", mhz(p), mhz(c)))
+				}
 			}
 		}
 		for _, r := range reasonNames {
@@ -164,7 +180,11 @@ func VoidReasons(cand, base *Conditions, m ConditionMargins) []string {
 				if !ok || share-bs < m.PowerCap || share < m.PowerCap {
 					continue
 				}
-				why = append(why, fmt.Sprintf("%s %s of samples (baseline %s)", r.label, pct(share), pct(bs)))
+				other := "baseline"
+				if lowerClockOnly {
+					other = "candidate"
+				}
+				why = append(why, fmt.Sprintf("%s %s of samples (%s %s)", r.label, pct(share), other, pct(bs)))
 				continue
 			}
 			if share >= m.Throttle {
@@ -241,4 +261,187 @@ func quoteName(s string) string {
 		s = string(r[:77]) + "..."
 	}
 	return s
+}
+
+// RunConditions is the run-conditions section of a Report: what nvidia-smi
+// saw while each run of both sides ran, and whether that voids the
+// verdict.
+type RunConditions struct {
+	// Baseline and Candidate hold one entry per run, in the order of the
+	// report's runs. A run stored before gpugate sampled conditions, or
+	// compared from trace files that hold none, has Sampled false and
+	// NotSampled saying so.
+	Baseline  []*Conditions `json:"baseline"`
+	Candidate []*Conditions `json:"candidate"`
+	// Void are the reasons the candidate's conditions void a would-be
+	// regression (VoidReasons, per candidate run), empty when none do.
+	// They are listed whatever the verdict; only a regression is changed.
+	Void []string `json:"void"`
+	// BaselineWorse are the reasons the baseline ran under worse
+	// conditions than the candidate (its pooled runs throttled, shared, or
+	// at a lower SM clock than the candidate's pooled runs): they void a
+	// would-be pass or improvement, which the candidate's better
+	// conditions may have bought.
+	BaselineWorse []string `json:"baseline_worse"`
+	// Voided says the verdict was a regression, pass or improvement and is
+	// inconclusive because of Void or BaselineWorse.
+	Voided  bool             `json:"voided"`
+	Margins ConditionMargins `json:"margins"`
+}
+
+// MarshalJSON names the margins' fields in snake_case.
+func (m ConditionMargins) MarshalJSON() ([]byte, error) {
+	return fmt.Appendf(nil, `{"throttle_share":%g,"power_cap_share":%g,"sm_clock":%g}`, m.Throttle, m.PowerCap, m.SMClock), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (m *ConditionMargins) UnmarshalJSON(b []byte) error {
+	var x struct {
+		Throttle float64 `json:"throttle_share"`
+		PowerCap float64 `json:"power_cap_share"`
+		SMClock  float64 `json:"sm_clock"`
+	}
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*m = ConditionMargins{Throttle: x.Throttle, PowerCap: x.PowerCap, SMClock: x.SMClock}
+	return nil
+}
+
+// PoolConditions makes one baseline of the conditions of several baseline
+// runs, for VoidReasons: per GPU (matched by UUID, else index and model)
+// the median of the runs' median SM clocks and the mean of their reason
+// shares, and every other compute process any run saw. Runs that were not
+// sampled take no part; nil when none was.
+func PoolConditions(cs []*Conditions) *Conditions {
+	var out *Conditions
+	type acc struct {
+		sm     []float64
+		shares map[string][]float64
+	}
+	var accs []*acc
+	for _, c := range cs {
+		if c == nil || !c.Sampled {
+			continue
+		}
+		if out == nil {
+			out = &Conditions{Sampled: true, JobGPUsKnown: true}
+		}
+		for _, g := range jobGPUs(c) {
+			i := -1
+			if m := matchGPU(out, g); m != nil {
+				for k := range out.GPUs {
+					if &out.GPUs[k] == m {
+						i = k
+					}
+				}
+			}
+			if i < 0 {
+				out.GPUs = append(out.GPUs, GPUConditions{Index: g.Index, UUID: g.UUID, Name: g.Name, JobSeen: true})
+				accs = append(accs, &acc{shares: map[string][]float64{}})
+				i = len(out.GPUs) - 1
+			}
+			out.GPUs[i].Samples += g.Samples
+			out.GPUs[i].Busy += g.Busy
+			for _, p := range g.Others {
+				if !slices.ContainsFunc(out.GPUs[i].Others, func(q ComputeProcess) bool { return q.PID == p.PID }) {
+					out.GPUs[i].Others = append(out.GPUs[i].Others, p)
+				}
+			}
+			if g.SMClockMedianMHz != nil {
+				accs[i].sm = append(accs[i].sm, *g.SMClockMedianMHz)
+			}
+			for k, v := range g.ReasonShare {
+				accs[i].shares[k] = append(accs[i].shares[k], v)
+			}
+		}
+	}
+	for i, a := range accs {
+		if len(a.sm) > 0 {
+			slices.Sort(a.sm)
+			n := len(a.sm)
+			m := a.sm[n/2]
+			if n%2 == 0 {
+				m = (a.sm[n/2-1] + a.sm[n/2]) / 2
+			}
+			out.GPUs[i].SMClockMedianMHz = &m
+		}
+		for k, vs := range a.shares {
+			if out.GPUs[i].ReasonShare == nil {
+				out.GPUs[i].ReasonShare = map[string]float64{}
+			}
+			var s float64
+			for _, v := range vs {
+				s += v
+			}
+			out.GPUs[i].ReasonShare[k] = s / float64(len(vs))
+		}
+	}
+	return out
+}
+
+// notRecorded stands for the conditions of a run that has none.
+func notRecorded(why string) *Conditions { return &Conditions{NotSampled: why} }
+
+// ApplyConditions adds the run-conditions section to r and voids what the
+// conditions leave unproven, in both directions and only there:
+//
+//   - a regression becomes inconclusive when any candidate run's
+//     conditions give a reason (VoidReasons against the pooled baseline:
+//     throttling, other processes, an SM clock off the baseline's);
+//   - a pass or an improvement becomes inconclusive when the pooled
+//     baseline ran under worse conditions than the pooled candidate
+//     (throttled, shared, or at a lower SM clock): the candidate's better
+//     conditions may hide a regression.
+//
+// A candidate that passes although it ran throttled stays a pass: it was
+// held back and still kept within the allowance, and a healthy GPU only
+// makes it faster. A regression on a candidate that had the better
+// conditions stays a regression. Per-metric results keep their verdicts;
+// the reasons lead the report's warnings. Accept runs later and leaves an
+// inconclusive verdict alone. nil entries are runs without conditions
+// (stored before they were sampled; trace files); missing says why, for
+// the report.
+func ApplyConditions(r *Report, base, cand []*Conditions, m ConditionMargins, missing string) {
+	rc := &RunConditions{Baseline: []*Conditions{}, Candidate: []*Conditions{}, Void: []string{}, BaselineWorse: []string{}, Margins: m}
+	for _, c := range base {
+		if c == nil {
+			c = notRecorded(missing)
+		}
+		rc.Baseline = append(rc.Baseline, c)
+	}
+	for _, c := range cand {
+		if c == nil {
+			c = notRecorded(missing)
+		}
+		rc.Candidate = append(rc.Candidate, c)
+	}
+	pooled := PoolConditions(rc.Baseline)
+	seen := map[string]bool{}
+	for i, c := range rc.Candidate {
+		for _, why := range VoidReasons(c, pooled, m) {
+			if len(rc.Candidate) > 1 {
+				why = fmt.Sprintf("run %d: %s", i+1, why)
+			}
+			if !seen[why] {
+				seen[why] = true
+				rc.Void = append(rc.Void, why)
+			}
+		}
+	}
+	if pooled != nil {
+		rc.BaselineWorse = append(rc.BaselineWorse, handicaps(pooled, PoolConditions(rc.Candidate), m, true)...)
+	}
+	switch {
+	case len(rc.Void) > 0 && r.Verdict == stats.Regression:
+		r.Verdict = stats.Inconclusive
+		rc.Voided = true
+		r.Warnings = append([]string{"run conditions void the regression: " + strings.Join(rc.Void, "; ")}, r.Warnings...)
+	case len(rc.BaselineWorse) > 0 && (r.Verdict == stats.Pass || r.Verdict == stats.Improvement):
+		was := r.Verdict
+		r.Verdict = stats.Inconclusive
+		rc.Voided = true
+		r.Warnings = append([]string{fmt.Sprintf("run conditions void the %s: the baseline ran under worse conditions than the candidate: %s (record a new baseline)", was, strings.Join(rc.BaselineWorse, "; "))}, r.Warnings...)
+	}
+	r.Conditions = rc
 }

@@ -1,9 +1,12 @@
 package gate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/stats"
 )
 
 func fp(v float64) *float64 { return &v }
@@ -85,5 +88,49 @@ func TestVoidReasonsProcesses(t *testing.T) {
 	cand.JobGPUsKnown = false
 	if got := VoidReasons(cand, nil, DefaultConditionMargins); len(got) != 2 {
 		t.Errorf("job GPUs unknown: %q, want GPUs 0 and 1", got)
+	}
+}
+
+func TestApplyConditions(t *testing.T) {
+	calm := map[string]float64{"hw_slowdown": 0, "sw_power_cap": 0}
+	hot := map[string]float64{"hw_slowdown": 0.38, "sw_power_cap": 0}
+	run := func(sm float64, shares map[string]float64) *Conditions {
+		return &Conditions{Sampled: true, JobGPUsKnown: true, GPUs: []GPUConditions{gpu(0, "GPU-a", sm, shares)}}
+	}
+	for _, tc := range []struct {
+		name       string
+		verdict    stats.Verdict
+		base, cand []*Conditions
+		want       stats.Verdict
+		voided     bool
+	}{
+		{"throttled candidate, regression", stats.Regression, []*Conditions{run(1410, calm)}, []*Conditions{run(1095, hot)}, stats.Inconclusive, true},
+		{"throttled candidate that passes", stats.Pass, []*Conditions{run(1410, calm)}, []*Conditions{run(1095, hot)}, stats.Pass, false},
+		{"healthy runs, regression", stats.Regression, []*Conditions{run(1410, calm)}, []*Conditions{run(1410, calm)}, stats.Regression, false},
+		{"unsampled candidate voids nothing", stats.Regression, []*Conditions{run(1410, calm)}, []*Conditions{nil}, stats.Regression, false},
+		{"throttled baseline, pass", stats.Pass, []*Conditions{run(1095, hot)}, []*Conditions{run(1410, calm)}, stats.Inconclusive, true},
+		{"throttled baseline, improvement", stats.Improvement, []*Conditions{run(1095, hot)}, []*Conditions{run(1410, calm)}, stats.Inconclusive, true},
+		{"throttled baseline, regression stays", stats.Regression, []*Conditions{run(1410, hot)}, []*Conditions{run(1410, calm)}, stats.Regression, false},
+		{"one of three baseline runs throttled is pooled away", stats.Pass,
+			[]*Conditions{run(1410, calm), run(1410, calm), run(1410, map[string]float64{"hw_slowdown": 0.2})}, []*Conditions{run(1410, calm)}, stats.Pass, false},
+		{"no baseline: nothing changes", stats.NoBaseline, nil, []*Conditions{run(1095, hot)}, stats.NoBaseline, false},
+	} {
+		r := &Report{Verdict: tc.verdict}
+		ApplyConditions(r, tc.base, tc.cand, DefaultConditionMargins, "not recorded")
+		if r.Verdict != tc.want || r.Conditions.Voided != tc.voided {
+			t.Errorf("%s: verdict %s voided %v, want %s %v (void %q, baseline worse %q)", tc.name, r.Verdict, r.Conditions.Voided, tc.want, tc.voided, r.Conditions.Void, r.Conditions.BaselineWorse)
+		}
+		if tc.voided && (len(r.Warnings) == 0 || !strings.HasPrefix(r.Warnings[0], "run conditions void the ")) {
+			t.Errorf("%s: warnings %q, want the reason first", tc.name, r.Warnings)
+		}
+		if len(r.Conditions.Candidate) != len(tc.cand) || (len(tc.cand) > 0 && tc.cand[0] == nil && r.Conditions.Candidate[0].NotSampled != "not recorded") {
+			t.Errorf("%s: candidate conditions %+v", tc.name, r.Conditions.Candidate)
+		}
+	}
+	r := &Report{Verdict: stats.Regression}
+	ApplyConditions(r, []*Conditions{run(1410, calm)}, []*Conditions{run(1095, hot)}, DefaultConditionMargins, "")
+	want := []string{"GPU 0: SM clock 1410 → 1095 MHz, HW slowdown 38% of samples: rerun"}
+	if d := cmp.Diff(want, r.Conditions.Void); d != "" {
+		t.Errorf("void (-want +got):\n%s", d)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
+	"github.com/gpugate/gpugate/trace/ncu"
 )
 
 // Run is one execution of the workload: the analyses of its ranks.
@@ -30,13 +31,23 @@ type Options struct {
 	// Gate names the metrics whose regression fails the gate (perf.yaml
 	// gate:); nil means DefaultGate.
 	Gate []string
+	// MinAbs overrides the smallest absolute change that counts, by metric
+	// name, in the metric's unit (perf.yaml memory_min_change sets the
+	// memory metrics', in MiB).
+	MinAbs map[string]float64
 }
 
 // DefaultGate is what gates when perf.yaml says nothing: the step's health
 // as users read it — step time, kernels per step and CPU-side wait — plus
-// sync calls, the usual cause of a new host stall. CPU wait is a GPU
-// metric: on profiles without GPU activity it is absent and gates nothing.
-var DefaultGate = []string{"step_time", "kernels", "cpu_wait", "sync_calls"}
+// sync calls, the usual cause of a new host stall — and peak memory, whose
+// rise turns next week's bigger batch into an out-of-memory error. CPU wait
+// is a GPU metric: on profiles without GPU activity it is absent and gates
+// nothing; peak memory is absent without allocator events or step samples.
+var DefaultGate = []string{"step_time", "kernels", "cpu_wait", "sync_calls", "peak_memory"}
+
+// DefaultMemoryMinChange is the smallest change of a memory metric that
+// counts, in MiB.
+const DefaultMemoryMinChange = 64
 
 // DefaultAllowance returns a metric's default allowance and minimum
 // absolute change. Times get 15% for profiling overhead and noise; counts
@@ -58,6 +69,11 @@ func DefaultAllowance(m analysis.Metric) (allowance, minAbs float64) {
 		return 0.15, 1
 	case "short_kernels":
 		return 0.10, 0.05
+	case "peak_memory", "peak_reserved", "rss", "alloc_growth":
+		// Allocator peaks repeat to the byte from step to step; 5% and
+		// at least 64 MiB (perf.yaml memory_min_change) is a change that
+		// costs a batch size, not allocator or page-cache noise.
+		return 0.05, DefaultMemoryMinChange
 	}
 	// Times: also ignore changes under 50 µs (sub-resolution for Kineto).
 	switch m.Unit {
@@ -111,6 +127,17 @@ type Report struct {
 	// intended: Verdict is then "accepted" and the metric results still
 	// say "regression".
 	Accepted *Acceptance `json:"accepted,omitempty"`
+	// DeepDive is the Nsight Compute deep-dive of the kernels that
+	// regressed (perf.yaml deep_dive, after a regression); omitted when
+	// none was asked for.
+	DeepDive *ncu.DeepDiveReport `json:"deep_dive,omitempty"`
+	// Conditions are the runs' run conditions (nvidia-smi's clocks,
+	// throttling, other processes) and what they void; null when the
+	// comparison was made without them.
+	Conditions *RunConditions `json:"run_conditions"`
+	// Work is throughput and FLOPs side by side (work.go); null when
+	// neither side has them.
+	Work *WorkComparison `json:"work"`
 }
 
 // Acceptance records who accepted a regression, and which metrics.
@@ -227,9 +254,23 @@ func Compare(base, cand []Run, opt Options) *Report {
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}
+		if (bs == nil || cs == nil) && m.Optional() {
+			// Memory measured on one side only: a baseline recorded by a
+			// gpugate before memory metrics, or without profile_memory and
+			// step samples. Not a change of the code: left out, said.
+			side := "baseline"
+			if cs == nil {
+				side = "candidate"
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured in the %s runs (recorded before gpugate measured memory, or without allocator events or step samples): not compared", m.Name, side))
+			continue
+		}
 		allow, minAbs := DefaultAllowance(m)
 		if a, ok := opt.Allowances[m.Name]; ok {
 			allow = a
+		}
+		if a, ok := opt.MinAbs[m.Name]; ok {
+			minAbs = a
 		}
 		rep.Metrics = append(rep.Metrics, stats.Compare(stats.Spec{
 			Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
@@ -242,6 +283,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.Findings = findings(base, cand)
 	rep.syncFinding(cand)
 	rep.explain()
+	rep.compareWork(base, cand)
 	for _, rs := range [][]Run{base, cand} {
 		for _, run := range rs {
 			for _, r := range run {
@@ -254,8 +296,24 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if rep.Baseline.Steps > 0 && rep.Candidate.Steps > 0 && hasGPU(base) != hasGPU(cand) {
 		rep.Warnings = append(rep.Warnings, "one side has GPU activity and the other has none: the runs were not made under the same conditions")
 	}
+	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("peak memory is measured differently on the two sides (baseline: %s, candidate: %s): compare like with like (torch.profiler profile_memory on both, or neither)", b, c))
+	}
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
+}
+
+// memSource is the source of the first step's memory numbers of the
+// side, "" when it has none (analysis.MemFromTrace, ...).
+func memSource(runs []Run) string {
+	for _, run := range runs {
+		for _, r := range run {
+			if len(r.Steps) > 0 && r.Steps[0].Memory.Source != "" {
+				return r.Steps[0].Memory.Source
+			}
+		}
+	}
+	return ""
 }
 
 func dedup(ws []string) []string {
@@ -347,7 +405,7 @@ func jobSteps(run Run) int {
 // one); ratios (utilization, short-kernel share) are averaged.
 func Combine(m analysis.Metric, values []float64) float64 {
 	switch m.Unit {
-	case "ms", "us":
+	case "ms", "us", "MiB": // memory: each rank's device runs out on its own
 		return slices.Max(values)
 	case "ratio":
 		var s float64
@@ -662,13 +720,17 @@ func num(v float64) string {
 // step it moved.
 func (rep *Report) explain() {
 	related := map[string][]string{
-		"step_time":  {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
-		"sync_calls": {"host-sync"},
-		"kernels":    {"launch-bound"},
-		"gpu_util":   {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
-		"cpu_wait":   {"data-loader-bound", "host-sync", "launch-bound"},
-		"data_wait":  {"data-loader-bound"},
-		"sync_time":  {"host-sync"},
+		"step_time":     {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
+		"sync_calls":    {"host-sync"},
+		"kernels":       {"launch-bound"},
+		"gpu_util":      {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
+		"cpu_wait":      {"data-loader-bound", "host-sync", "launch-bound"},
+		"data_wait":     {"data-loader-bound"},
+		"sync_time":     {"host-sync"},
+		"peak_memory":   {"memory-growth"},
+		"peak_reserved": {"memory-growth"},
+		"rss":           {"memory-growth"},
+		"alloc_growth":  {"memory-growth"},
 	}
 	for i := range rep.Metrics {
 		m := &rep.Metrics[i]

@@ -16,6 +16,7 @@ import (
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/stats"
 )
 
 // ABOptions configure an A/B comparison: the base and the head commit of
@@ -39,6 +40,8 @@ type ABOptions struct {
 	// Out is the artifacts folder; default .gpugate/runs/WORKLOAD/ab-TIME.
 	Out  string
 	Nsys string
+	// NCU is the ncu binary for perf.yaml's deep_dive ("" finds it).
+	NCU string
 	// Stdout and Log as in Options.
 	Stdout, Log io.Writer
 }
@@ -186,6 +189,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	}
 
 	var baseRuns, headRuns []gate.Run
+	var baseConds, headConds []*gate.Conditions
 	var order []string
 	first := 1
 	if o.Warmup {
@@ -209,8 +213,10 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 			}
 			if s.Name == "base" {
 				baseRuns = append(baseRuns, once.Run)
+				baseConds = append(baseConds, once.Conditions)
 			} else {
 				headRuns = append(headRuns, once.Run)
+				headConds = append(headConds, once.Conditions)
 			}
 		}
 	}
@@ -219,9 +225,13 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate})
+	rep := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c)})
+	applyConditions(rep, baseConds, headConds)
 	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine (%s); no stored baseline took part, so no fingerprint mismatch is possible",
 		Short(base.Commit), Short(head.Commit), strings.Join(order, " "))}, rep.Warnings...)
+	if w.DeepDive != nil && rep.Verdict == stats.Regression {
+		rep.DeepDive = abDeepDive(ctx, o, rep, plans["base"], plans["head"], o.Out)
+	}
 	desc := fmt.Sprintf("A/B: %s@%s, %d run(s) interleaved with head", o.Base, Short(base.Commit), len(baseRuns))
 	return &Outcome{Workload: w.Name, Report: rep, Base: baseRuns, Cand: headRuns, Fingerprint: plans["head"].FP, Baseline: desc}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/trace/ncu"
 	"os"
 	"os/exec"
 	"strings"
@@ -43,6 +42,9 @@ type Query struct {
 type Selection struct {
 	Stored []baseline.Run
 	Runs   []gate.Run
+	// Conditions are the runs' stored run conditions, nil for a run
+	// recorded without.
+	Conditions []*gate.Conditions
 	// Commits are the short commits of the picked runs, newest first.
 	Commits []string
 	Newest  time.Time
@@ -124,8 +126,13 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
 			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
 		}
+		cond, err := storedConditions(s)
+		if err != nil {
+			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
+		}
 		sel.Stored = append(sel.Stored, s)
 		sel.Runs = append(sel.Runs, doc.Results())
+		sel.Conditions = append(sel.Conditions, cond)
 		sel.Commits = append(sel.Commits, Short(s.Commit))
 		if s.Created.After(sel.Newest) {
 			sel.Newest = s.Created
@@ -185,6 +192,16 @@ func Short(commit string) string {
 	return commit
 }
 
+// MinAbs turns perf.yaml's memory_min_change into gate's smallest
+// absolute changes of the memory metrics (MiB); nil keeps the defaults.
+func MinAbs(c *config.Config) map[string]float64 {
+	if c.MemoryMinChange == nil {
+		return nil
+	}
+	v := float64(*c.MemoryMinChange) / (1 << 20)
+	return map[string]float64{"peak_memory": v, "peak_reserved": v, "rss": v, "alloc_growth": v}
+}
+
 // Allowances turns perf.yaml's allowances into gate's, by metric name.
 func Allowances(c *config.Config) (map[string]float64, error) {
 	allow := map[string]float64{}
@@ -204,8 +221,9 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time) (*g
 	if err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate})
+	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c)})
 	rep.Overhead = ex.Overhead
+	applyConditions(rep, sel.Conditions, ex.Conditions)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
 	if age := now.Sub(sel.Newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
@@ -224,11 +242,17 @@ type Meta struct {
 // Record stores every analyzed run of ex, each in its own transaction.
 func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) error {
 	fpJSON, _ := json.Marshal(ex.Fingerprint)
-	for _, d := range ex.Docs {
-		if _, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
-			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d}); err != nil {
+	for i, d := range ex.Docs {
+		var cond []byte
+		if i < len(ex.Conditions) {
+			cond = conditionsJSON(ex.Conditions[i])
+		}
+		id, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
+			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d, Conditions: cond})
+		if err != nil {
 			return err
 		}
+		ex.RunIDs = append(ex.RunIDs, id)
 	}
 	return nil
 }
@@ -325,8 +349,15 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	cand := ex.Runs
 	if o.Record {
 		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, branch, store.Name())
+		if w.DeepDive != nil && !store.ReadOnly() {
+			recordDeepDive(ctx, o, ex, store)
+		}
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = ex.Overhead
+		applyConditions(rep, nil, ex.Conditions)
+		if v := rep.Conditions.Void; len(v) > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded as a baseline although its run conditions were bad (%s): a candidate that passes against baselines pooled with it can be voided as inconclusive; record another with gpugate baseline refresh", strings.Join(v, "; ")))
+		}
 		return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "recorded as baseline of " + branch}, nil
 	}
 
@@ -352,6 +383,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 			}
 			rep := gate.NoBaseline(cand, msg)
 			rep.Verdict = stats.Inconclusive
+			applyConditions(rep, nil, ex.Conditions)
 			return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
 		return noBaseline(o, ex, store.Name()), nil
@@ -364,7 +396,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {
-		rep.Warnings = append(rep.Warnings, deepDiveNote(ctx, o.NCU))
+		rep.DeepDive = deepDive(ctx, o, ex, rep, sel, store)
 	}
 	at := ""
 	if q.MergeBase != "" && sel.Note == "" {
@@ -373,19 +405,6 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
-}
-
-// deepDiveNote says what became of perf.yaml's deep_dive after a
-// regression. The Nsight Compute runs themselves are not driven by the
-// pipeline yet (trace/ncu builds their command lines and reads and compares
-// their reports; gpugate analyze reads them): where ncu cannot profile, the
-// note is ncu's own reason; where it can, the note says so rather than
-// pretending a deep-dive ran.
-func deepDiveNote(ctx context.Context, ncuPath string) string {
-	if a := ncu.Probe(ctx, ncuPath); !a.OK {
-		return a.Note
-	}
-	return "deep_dive: ncu can profile here, but gpugate run does not run the Nsight Compute deep-dive yet; profile the regressed kernels with ncu and read the reports with gpugate analyze"
 }
 
 // noBaseline is the outcome of a run with nothing stored to compare with:
@@ -398,6 +417,7 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	rep := gate.NoBaseline(ex.Runs, msg)
 	rep.Verdict = stats.NoBaseline
 	rep.Overhead = ex.Overhead
+	applyConditions(rep, nil, ex.Conditions)
 	oc := &Outcome{Workload: w.Name, Report: rep, Cand: ex.Runs, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
 	if c.Baseline.OnMissing == "fail" {
 		oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)

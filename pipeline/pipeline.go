@@ -112,6 +112,12 @@ type Execution struct {
 	Overhead *gate.Overhead
 	// StepTimes are the job's own logged step times (ms) over all runs.
 	StepTimes []float64
+	// Out is the artifacts folder; RunIDs are the ids Record gave the
+	// runs in the store. The deep-dive writes beside and stores with them.
+	Out    string
+	RunIDs []int64
+	// Conditions are each run's run conditions, in the order of Runs.
+	Conditions []*gate.Conditions
 }
 
 // Plan is a workload made ready to run: profiler resolved, fingerprint
@@ -172,6 +178,7 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		python = args[0]
 	}
 	p.FP = runner.TakeFingerprint(ctx, python, p.nsysBin, p.Profiler)
+	p.aopt.Work = analysis.Work{SamplesPerStep: w.SamplesPerStep, TokensPerStep: w.TokensPerStep, MFUDtype: w.MFUDtype, Device: p.FP.GPU}
 	return p, nil
 }
 
@@ -181,6 +188,10 @@ type Once struct {
 	Doc       []byte   // analyze JSON; nil for profiler none
 	StepTimes []float64
 	Duration  time.Duration
+	// Conditions are what nvidia-smi saw while the job ran.
+	Conditions *gate.Conditions
+	// MaxRSSBytes is the job's peak resident memory (runner.Result).
+	MaxRSSBytes int64
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -190,11 +201,13 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
 		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
+		FLOPs: w.FLOPs,
 	})
 	if err != nil {
 		return nil, err
 	}
-	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions, MaxRSSBytes: res.MaxRSSBytes}
+	writeConditions(out, res.Conditions)
 	if p.Profiler == runner.None {
 		if len(res.StepTimes) == 0 {
 			return nil, fmt.Errorf("workload %s: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
@@ -205,8 +218,15 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
+		results[0].Warnings = append(results[0].Warnings, ws...)
+	}
+	doc := report.NewAnalysis(results)
+	if res.MaxRSSBytes > 0 {
+		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes}
+	}
 	var buf bytes.Buffer
-	if err := report.NewAnalysis(results).WriteJSON(&buf); err != nil {
+	if err := doc.WriteJSON(&buf); err != nil {
 		return nil, err
 	}
 	os.WriteFile(filepath.Join(out, "analysis.json"), buf.Bytes(), 0o644)
@@ -241,7 +261,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		o.Out = out
 	}
 	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, escape.Terminal(p.FP.CPU), p.FP.GPUCount, escape.Terminal(p.FP.GPU), escape.Terminal(o.Out))
-	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP}
+	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out}
 	for i := 1; i <= w.Repeat; i++ {
 		runOut := o.Out
 		if w.Repeat > 1 {
@@ -258,7 +278,12 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		}
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
-		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds())
+		ex.Conditions = append(ex.Conditions, once.Conditions)
+		rss := ""
+		if once.MaxRSSBytes > 0 {
+			rss = fmt.Sprintf(", peak resident memory %.0f MiB", float64(once.MaxRSSBytes)/(1<<20))
+		}
+		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs%s\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds(), rss)
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {
 		return ex, nil

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/trace"
 )
@@ -22,6 +23,21 @@ import (
 type Analysis struct {
 	Profiles []Profile `json:"profiles"`
 	Ranks    *Ranks    `json:"ranks"`
+	// RunConditions are what nvidia-smi saw while the traced run ran, when
+	// analyze finds them (gpugate run's conditions.json beside the
+	// traces); absent from documents that gpugate run stores, which keep
+	// them in their own column.
+	RunConditions *gate.Conditions `json:"run_conditions,omitempty"`
+	// Job is what gpugate run measured of the job itself; absent from
+	// gpugate analyze's output.
+	Job *Job `json:"job,omitempty"`
+}
+
+// Job is what the runner measured of the job's processes.
+type Job struct {
+	// MaxRSSBytes is the job's peak resident memory: the largest of any
+	// one of its processes (the kernel's rusage), not a sum.
+	MaxRSSBytes int64 `json:"max_rss_bytes"`
 }
 
 // Profile is one rank's analysis.
@@ -50,6 +66,9 @@ type Profile struct {
 	KernelStats []analysis.KernelStat `json:"kernel_stats"`
 	Findings    []analysis.Finding    `json:"findings"`
 	Warnings    []string              `json:"warnings"`
+	// Work is the steps' throughput and FLOPs, aligned with Steps; null
+	// when neither is known (analysis.WorkResult).
+	Work *analysis.WorkResult `json:"work"`
 }
 
 // Device is a GPU the profile ran on.
@@ -90,6 +109,75 @@ type Step struct {
 	ExposedCopy    *int64                     `json:"exposed_copy_ns"`
 	LaunchOverhead *int64                     `json:"launch_overhead_ns"`
 	ShortKernels   *float64                   `json:"short_kernels"`
+	// Memory is null when neither the trace's allocator events nor the
+	// step hook's samples give the step's memory.
+	Memory *StepMemory `json:"memory"`
+}
+
+// StepMemory is a step's memory in the analyze JSON (docs/json.md): the
+// gated peak, where it comes from, and the trace's numbers per device.
+type StepMemory struct {
+	// Source is "trace" (allocator totals in the trace), "trace-relative"
+	// (only allocation deltas: alloc_growth_bytes), "hook-cuda" (the step
+	// hook's torch.cuda allocator peaks) or "hook-rss" (the step hook's
+	// resident memory).
+	Source string `json:"source"`
+	// Device is the device the gated numbers are of: a CUDA ordinal, or
+	// -1 for the host.
+	Device            int    `json:"device"`
+	PeakMemoryBytes   *int64 `json:"peak_memory_bytes"`
+	PeakReservedBytes *int64 `json:"peak_reserved_bytes"`
+	// AllocGrowthBytes is relative to the step's start: the peak of the
+	// running sum of allocations and frees in the step.
+	AllocGrowthBytes *int64 `json:"alloc_growth_bytes"`
+	Relative         bool   `json:"relative"`
+	RSSBytes         *int64 `json:"rss_bytes"`
+	// Devices are the trace's numbers per device (peak_alloc_bytes,
+	// peak_reserved_bytes or alloc_growth_bytes); empty for hook samples.
+	Devices []analysis.DeviceMemory `json:"devices"`
+}
+
+func newStepMemory(m analysis.StepMemory, devs []analysis.DeviceMemory) *StepMemory {
+	if m.Source == "" {
+		return nil
+	}
+	out := &StepMemory{Source: m.Source, Device: m.Device, Relative: m.Source == analysis.MemFromRelative, Devices: devs}
+	if out.Devices == nil {
+		out.Devices = []analysis.DeviceMemory{}
+	}
+	if !out.Relative {
+		out.PeakMemoryBytes = ptr(m.Peak)
+	}
+	if m.HasReserved {
+		out.PeakReservedBytes = ptr(m.Reserved)
+	}
+	if m.HasGrowth {
+		out.AllocGrowthBytes = ptr(m.Growth)
+	}
+	if m.HasRSS {
+		out.RSSBytes = ptr(m.RSS)
+	}
+	return out
+}
+
+func (m *StepMemory) step() analysis.StepMemory {
+	if m == nil {
+		return analysis.StepMemory{}
+	}
+	out := analysis.StepMemory{Source: m.Source, Device: m.Device}
+	if m.PeakMemoryBytes != nil {
+		out.Peak = *m.PeakMemoryBytes
+	}
+	if m.PeakReservedBytes != nil {
+		out.Reserved, out.HasReserved = *m.PeakReservedBytes, true
+	}
+	if m.AllocGrowthBytes != nil {
+		out.Growth, out.HasGrowth = *m.AllocGrowthBytes, true
+	}
+	if m.RSSBytes != nil {
+		out.RSS, out.HasRSS = *m.RSSBytes, true
+	}
+	return out
 }
 
 // Ranks is the cross-rank view of a multi-file (multi-rank) analysis.
@@ -139,6 +227,7 @@ func newProfile(r *analysis.Result) Profile {
 		KernelStats: r.KernelStats,
 		Findings:    r.Findings(),
 		Warnings:    r.Warnings,
+		Work:        r.Work,
 		Devices:     []Device{},
 		Steps:       make([]Step, 0, len(r.Steps)),
 		LeftOut:     r.LeftOut,
@@ -173,6 +262,11 @@ func newProfile(r *analysis.Result) Profile {
 			Name: s.Name, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd,
 			StepTime: s.StepTime(), DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime,
 		}
+		var devs []analysis.DeviceMemory
+		if i < len(r.MemDevices) {
+			devs = r.MemDevices[i]
+		}
+		st.Memory = newStepMemory(s.Memory, devs)
 		if r.HasGPU {
 			st.Kernels, st.GPUBusy, st.GPUUtil, st.GPUIdle = ptr(s.Kernels), ptr(s.GPUBusy), ptr(s.GPUUtil()), ptr(s.GPUIdle())
 			st.CPUWait = ptr(s.CPUWait)
@@ -224,6 +318,7 @@ var textMetrics = []string{
 	"step_time_ms", "kernels", "gpu_util", "gpu_idle_ms", "cpu_wait_ms", "data_wait_ms",
 	"sync_calls", "sync_time_ms", "memcpy_h2d_count", "memcpy_d2h_count", "memcpy_pageable",
 	"comm_time_ms", "exposed_comm_ms", "launch_overhead_us", "short_kernels",
+	"peak_memory_MiB", "peak_reserved_MiB", "alloc_growth_MiB", "rss_MiB",
 }
 
 // WriteText writes a compact, human-readable summary of every profile.
@@ -234,9 +329,18 @@ func (a *Analysis) WriteText(w io.Writer) error {
 		}
 		writeProfileText(w, &p)
 	}
+	if a.Job != nil && a.Job.MaxRSSBytes > 0 {
+		fmt.Fprintf(w, "\njob: peak resident memory %.0f MiB (its largest process)\n", float64(a.Job.MaxRSSBytes)/(1<<20))
+	}
 	if a.Ranks != nil {
 		fmt.Fprintf(w, "\nranks: %d, median step time %.2f ms (fastest, %s) to %.2f ms (slowest, %s): spread %.1f%%\n",
 			a.Ranks.Count, a.Ranks.Fastest.StepTimeMs, rankLabel(a.Ranks.Fastest), a.Ranks.Slowest.StepTimeMs, rankLabel(a.Ranks.Slowest), a.Ranks.SpreadPct)
+	}
+	if a.RunConditions != nil {
+		fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")
+		for _, l := range ConditionsText([]*gate.Conditions{a.RunConditions}) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	return nil
 }
@@ -301,8 +405,17 @@ func writeProfileText(w io.Writer, p *Profile) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k, num(s.Median), num(s.Mean), num(s.P90), num(s.Min), num(s.Max))
+		if k == "step_time_ms" {
+			writeWorkSummaryRows(tw, p.Work) // beside step time: derived from it
+		}
 	}
 	tw.Flush()
+	if note := workNote(p.Work); note != "" {
+		fmt.Fprintf(w, "%s\n", escape.Terminal(note))
+	}
+	if line := memoryLine(p); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if len(p.Steps) > 1 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -351,7 +464,7 @@ func (a *Analysis) Results() []*analysis.Result {
 		steps := make([]analysis.Step, len(p.Steps))
 		for i, s := range p.Steps {
 			st := analysis.Step{Name: s.Name, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd,
-				DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime}
+				DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime, Memory: s.Memory.step()}
 			if s.Kernels != nil {
 				st.Kernels, st.GPUBusy, st.CPUWait = *s.Kernels, deref(s.GPUBusy), deref(s.CPUWait)
 				st.H2D, st.D2H, st.D2D = s.Memcpy["h2d"], s.Memcpy["d2h"], s.Memcpy["d2d"]
@@ -377,6 +490,9 @@ func (a *Analysis) Results() []*analysis.Result {
 			steps = steps[lo:hi]
 		}
 		r := analysis.FromSteps(tp, p.HasGPU, steps, p.KernelStats)
+		if p.Work != nil && len(p.Work.Steps) == len(steps) {
+			r.Work = p.Work
+		}
 		r.LeftOut = leftOut
 		r.WholeProfile = p.Whole
 		r.StepMethod, r.StepConfidence = p.StepMethod, p.StepConfidence
@@ -406,4 +522,31 @@ func num(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.3f", v)
+}
+
+// memoryLine says where the profile's memory numbers come from, or that
+// there are none.
+func memoryLine(p *Profile) string {
+	if len(p.Steps) == 0 {
+		return ""
+	}
+	m := p.Steps[0].Memory
+	if m == nil {
+		return "memory: not measured (no allocator events in the trace: torch.profiler profile_memory=True records them; gpugate run's step hook samples them)"
+	}
+	where := "the host"
+	if m.Device >= 0 {
+		where = fmt.Sprintf("CUDA device %d", m.Device)
+	}
+	switch m.Source {
+	case analysis.MemFromTrace:
+		return "memory: peaks of the allocator on " + where + ", from the trace's allocator events"
+	case analysis.MemFromRelative:
+		return "memory: the trace's allocator events carry no totals: alloc_growth is each step's rise above its start on " + where + ", not a level"
+	case analysis.MemFromHookCUDA:
+		return "memory: torch.cuda allocator peaks per step on " + where + ", from gpugate's step hook"
+	case analysis.MemFromHookRSS:
+		return "memory: the process's resident memory per step (its peak where it rose in the step), from gpugate's step hook"
+	}
+	return ""
 }

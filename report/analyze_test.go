@@ -58,12 +58,12 @@ func TestAnalysisJSONContract(t *testing.T) {
 	check("document", keys(doc), "profiles", "ranks")
 	prof := doc["profiles"].([]any)[0].(map[string]any)
 	check("profile", keys(prof), "path", "format", "variant", "rank", "world_size", "process", "devices", "has_gpu",
-		"whole_profile", "step_method", "step_confidence", "window", "left_out", "steps", "summary", "kernel_stats", "findings", "warnings")
+		"whole_profile", "step_method", "step_confidence", "window", "left_out", "steps", "summary", "kernel_stats", "findings", "warnings", "work")
 	check("window", keys(prof["window"].(map[string]any)), "start_ns", "end_ns", "kernels", "memcpy_count", "gpu_busy_ns")
 	step := prof["steps"].([]any)[0].(map[string]any)
 	check("step", keys(step), "name", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "step_time_ns", "kernels",
 		"gpu_busy_ns", "gpu_util", "gpu_idle_ns", "cpu_wait_ns", "data_wait_ns", "sync_calls", "sync_time_ns", "memcpy",
-		"comm_time_ns", "exposed_comm_ns", "exposed_copy_ns", "launch_overhead_ns", "short_kernels")
+		"comm_time_ns", "exposed_comm_ns", "exposed_copy_ns", "launch_overhead_ns", "short_kernels", "memory")
 	check("memcpy", keys(step["memcpy"].(map[string]any)), "h2d", "d2h", "d2d")
 	check("copies", keys(step["memcpy"].(map[string]any)["h2d"].(map[string]any)), "count", "bytes", "time_ns", "pageable")
 	check("summary entry", keys(prof["summary"].(map[string]any)["step_time_ms"].(map[string]any)), "median", "mean", "p90", "min", "max", "n")

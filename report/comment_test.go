@@ -27,6 +27,18 @@ func TestCommentEscapesEveryName(t *testing.T) {
 		Candidate:     gate.Side{Paths: []string{hostileName}},
 		Decomposition: gate.Decomposition{Parts: []gate.Part{{Name: hostileName}}},
 	}
+	// Run conditions: GPU and process names come from nvidia-smi, and so
+	// from whoever started the process.
+	used := 12.0
+	hot := &gate.Conditions{Sampled: true, JobGPUsKnown: true, Warnings: []string{hostileName}, GPUs: []gate.GPUConditions{{
+		Index: 0, Name: hostileName, Samples: 3, Busy: 3, JobSeen: true, ReasonShare: map[string]float64{"hw_slowdown": 0.5},
+		Others:       []gate.ComputeProcess{{PID: 7, Name: hostileName, UsedMiB: &used}},
+		Unattributed: []gate.ComputeProcess{{PID: 8, Name: hostileName}}}}}
+	r.Verdict = stats.Regression
+	gate.ApplyConditions(r, []*gate.Conditions{{NotSampled: hostileName}}, []*gate.Conditions{hot}, gate.DefaultConditionMargins, hostileName)
+	if !r.Conditions.Voided {
+		t.Fatalf("hostile conditions did not void: %+v", r.Conditions)
+	}
 	var b bytes.Buffer
 	if err := WriteComment(&b, r, CommentInfo{Marker: "<!-- gpugate:w -->", Workload: hostileName, Baseline: hostileName, Fingerprint: hostileName,
 		ArtifactName: hostileName, ArtifactURL: "javascript:alert(1)", Traces: []string{"a.pt.trace.json.gz"}}); err != nil {
@@ -56,6 +68,16 @@ func TestCommentEscapesEveryName(t *testing.T) {
 	if tags := mdcheck.Tags(h); tags["details"] != tags["/details"] {
 		o, c := tags["details"], tags["/details"]
 		t.Errorf("%d <details> but %d </details>", o, c)
+	}
+	if !strings.Contains(out, "#### Run conditions") || !strings.Contains(out, "pid 7 ") {
+		t.Errorf("no run conditions section with the other process:\n%s", out)
+	}
+	var txt bytes.Buffer
+	WriteConditionsText(&txt, r.Conditions)
+	for _, bad := range []string{"\x1b", "\n::error", "\n\n\n"} {
+		if strings.Contains(txt.String(), bad) || !strings.Contains(txt.String(), "pid 7 ") {
+			t.Errorf("text run conditions contain raw %q:\n%s", bad, txt.String())
+		}
 	}
 	// Code spans survive in free text.
 	if !strings.Contains(out, "`aten::item`") {

@@ -182,6 +182,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 			delta(m), allowance(m), verdictWord(m.Verdict), p)
 	}
 	fmt.Fprintf(w, "\nMedians over steps. %s Bold metrics gate the check; the others explain it.\n", legend(r))
+	writeWorkMarkdown(w, r.Work)
 	var notes []string
 	for _, m := range r.Metrics {
 		switch {
@@ -233,6 +234,8 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		}
 		fmt.Fprint(w, "\n</details>\n")
 	}
+	writeDeepDiveMarkdown(w, r)
+	writeConditionsMarkdown(w, r.Conditions)
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), r.Noise)
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
@@ -307,6 +310,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", gateMark+m.Name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
 			delta(m), "±"+allowance(m), m.Verdict, m.P, m.Baseline.N, m.Candidate.N)
 	}
+	writeWorkText(w, r.Work)
 	for _, m := range r.Metrics {
 		switch {
 		case m.Verdict == stats.Regression && m.Why != "":
@@ -334,6 +338,8 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "\n%s (%s)%s: %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity), tag,
 			escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
 	}
+	writeDeepDiveText(w, r)
+	WriteConditionsText(w, r.Conditions)
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), r.Noise)
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)

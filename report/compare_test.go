@@ -76,7 +76,7 @@ func TestCompareJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(what string, got []string, want ...string) { t.Helper(); checkKeys(t, what, got, want) }
-	check("document", keys(doc), "verdict", "baseline", "candidate", "alpha", "mismatch", "sample_unit", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead")
+	check("document", keys(doc), "verdict", "baseline", "candidate", "alpha", "mismatch", "sample_unit", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead", "run_conditions", "work")
 	if doc["verdict"] != "regression" {
 		t.Errorf("verdict %v", doc["verdict"])
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/internal/mdcheck"
 	"github.com/gpugate/gpugate/stats"
+	"github.com/gpugate/gpugate/trace/ncu"
 )
 
 // hostile are the names of issue 10's injection reproductions (an NVTX or
@@ -37,6 +38,8 @@ var hostile = []string{
 	"</sub></details></table>",
 }
 
+var twelve, sixty, thirty = 12.0, 60.0, 30.0
+
 // hostileReport puts name everywhere a trace, a job or a config can put
 // a string into a report.
 func hostileReport(name string) (*gate.Report, CommentInfo) {
@@ -57,6 +60,14 @@ func hostileReport(name string) (*gate.Report, CommentInfo) {
 				Evidence: "largest gaps: " + strings.Repeat("0.25 ms host wait (host in "+q+"); ", 30), Suggestion: "look"}, Worse: true},
 		},
 		Warnings: []string{name + ": no step markers", "nsys " + name},
+		// The deep-dive: the kernel's name, ncu's strings and the notes
+		// are the name; the launch's bound and limiters too (a report
+		// read back from JSON can hold anything).
+		DeepDive: &ncu.DeepDiveReport{Note: "reports in /runs/" + name, Kernels: []ncu.KernelResult{
+			{Kernel: name, Function: name, DeltaMs: 1, ChangePct: &twelve, Base: &ncu.Launch{Name: name, Bound: "memory", AchievedOccupancy: &sixty},
+				Head: &ncu.Launch{Name: name, Bound: name, OccupancyLimiters: []string{name, "registers"}, AchievedOccupancy: &thirty}, BaseFrom: name},
+			{Kernel: "void " + name + "<int>(float*)", Function: name, Note: "candidate: ncu run failed: " + name},
+		}},
 	}
 	return r, CommentInfo{Marker: "<!-- gpugate:demo -->", Workload: name, Baseline: "main@" + name + ", 1 run(s)", Fingerprint: "1× " + name}
 }

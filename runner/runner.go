@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 )
 
@@ -67,6 +68,12 @@ type Job struct {
 	// KillGrace is how long the process group gets between SIGTERM and
 	// SIGKILL; 5 s by default.
 	KillGrace time.Duration
+	// FLOPs makes the torch injection record operator shapes and flops
+	// (perf.yaml flops: true), for FLOP counting.
+	FLOPs bool
+	// SMIPath is the nvidia-smi that samples the run conditions; empty
+	// finds it on PATH, and without one the conditions say "not sampled".
+	SMIPath string
 }
 
 // Result is what a run produced.
@@ -79,6 +86,16 @@ type Result struct {
 	// Killed lists, as "pid (comm)", the processes the job left running
 	// (daemons, stray workers) that were killed after it.
 	Killed []string
+	// Conditions are the run conditions nvidia-smi reported while the job
+	// ran (StartSMI); never nil after the job started, NotSampled says why
+	// when nothing was measured.
+	Conditions *gate.Conditions
+	// StepSamples are the step hook's memory samples files, one per rank
+	// (GPUGATE_STEP_SAMPLES; ReadStepSamples reads them).
+	StepSamples []string
+	// MaxRSSBytes is the job's peak resident memory, the largest of any
+	// one of its processes (rusage.go); 0 when unknown.
+	MaxRSSBytes int64
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -154,7 +171,11 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			"GPUGATE_TORCH_PROFILE=1",
 			"GPUGATE_STEP_LOG=1",
 			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
+			"GPUGATE_STEP_SAMPLES="+filepath.Join(out, stepSamplesName),
 			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+		if job.FLOPs {
+			env = append(env, "GPUGATE_FLOPS=1")
+		}
 	case Nsys:
 		dir, err := prepare(out, "nvtx")
 		if err != nil {
@@ -162,7 +183,8 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		}
 		// The target's own variables go through -e, so that nsys's own
 		// Python tools do not load the injection.
-		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1"}
+		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1",
+			"GPUGATE_STEP_SAMPLES=" + filepath.Join(out, stepSamplesName)}
 		for _, t := range target {
 			if strings.Contains(t, ",") {
 				return nil, fmt.Errorf("nsys -e cannot pass %q: it contains a comma", t)
@@ -190,6 +212,10 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		return res, err
 	}
 	res.Duration = time.Since(start)
+	if job.Profiler != None {
+		res.StepSamples, _ = filepath.Glob(filepath.Join(out, "steps-*.jsonl"))
+		sort.Strings(res.StepSamples)
+	}
 
 	switch job.Profiler {
 	case Torch:
@@ -238,6 +264,10 @@ func lastLine(s string) string {
 	return s
 }
 
+// stepSamplesName is the step hook's samples file in the artifacts
+// folder; the hook replaces {rank} with the process's RANK.
+const stepSamplesName = "steps-{rank}.jsonl"
+
 var stepLine = regexp.MustCompile(`^gpugate-step (\d+)$`)
 
 // tokenVar carries a random token into the job's environment, by which the
@@ -269,12 +299,15 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	before := descendants()
+	rssBefore := childrenMaxRSS()
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
 		return &Error{Job: job.Name, What: fmt.Sprintf("could not start %q: %v", args[0], err), Log: res.Log}
 	}
 	pw.Close()
+	smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+	defer func() { res.Conditions = smi.Stop() }()
 	start := time.Now()
 	if job.StopCommands {
 		defer escape.StopCommands(job.Output)()
@@ -370,6 +403,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	res.Killed = killLeftovers(cmd.Process.Pid, token, before)
+	res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
 	if len(res.Killed) > 0 {
 		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
 	}

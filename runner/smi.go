@@ -160,7 +160,7 @@ func (s *SMISampler) run(ctx context.Context) {
 	if path == "" {
 		p, err := exec.LookPath("nvidia-smi")
 		if err != nil {
-			s.notSampled("nvidia-smi not found")
+			s.notSampled("no nvidia-smi")
 			return
 		}
 		path = p

@@ -16,122 +16,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/fakesmi"
 )
 
 // TestMain turns the test binary into the stand-in nvidia-smi when it is
 // run under that name (a link in a temporary folder on PATH).
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "nvidia-smi" {
-		os.Exit(fakeSMI(os.Args[1:], os.Getenv("GPUGATE_FAKE_SMI")))
+		os.Exit(fakesmi.Main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
-}
-
-// fakeSMI replays a recording folder (testdata/smi/README.md): the help
-// text, or the recorded CSV restricted to the requested fields, one block
-// per -lms interval; after the last block it writes <dir>/done.<query> in
-// GPUGATE_FAKE_SMI_DONE and waits to be killed, as a looping nvidia-smi
-// would.
-func fakeSMI(args []string, dir string) int {
-	help := os.Getenv("GPUGATE_FAKE_SMI_HELP")
-	var query, fields string
-	interval := time.Duration(0)
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--help-query-gpu":
-			b, err := os.ReadFile(help)
-			if err != nil {
-				fmt.Println(err)
-				return 1
-			}
-			os.Stdout.Write(b)
-			return 0
-		case strings.HasPrefix(a, "--query-gpu="), strings.HasPrefix(a, "--query-compute-apps="):
-			query, fields, _ = strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		case a == "-lms" && i+1 < len(args):
-			ms, _ := strconv.Atoi(args[i+1])
-			interval = time.Duration(ms) * time.Millisecond
-			i++
-		}
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "fail.txt")); err == nil {
-		os.Stdout.Write(b)
-		os.WriteFile(filepath.Join(os.Getenv("GPUGATE_FAKE_SMI_DONE"), "done."+query), nil, 0o644)
-		return 9
-	}
-	name := map[string]string{"query-gpu": "query-gpu.csv", "query-compute-apps": "query-compute-apps.csv"}[query]
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		fmt.Println(err)
-		return 2
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	header := strings.Split(lines[0], ", ")
-	var cols []int
-	for _, f := range strings.Split(fields, ",") {
-		j := -1
-		for k, h := range header {
-			if n, _, _ := strings.Cut(h, " ["); n == f {
-				j = k
-			}
-		}
-		if j < 0 {
-			fmt.Printf("Field \"%s\" is not a valid field to query.\n\n", f)
-			return 2
-		}
-		cols = append(cols, j)
-	}
-	project := func(line string) string {
-		vals := strings.Split(line, ", ")
-		out := make([]string, len(cols))
-		for i, c := range cols {
-			out[i] = vals[c]
-		}
-		return strings.Join(out, ", ")
-	}
-	fmt.Println(project(lines[0]))
-	// Blocks: one row per GPU until an index (or, for processes, a
-	// timestamp) repeats.
-	var blocks [][]string
-	seen := map[string]bool{}
-	key := slicesIndex(header, "index")
-	if key < 0 {
-		key = slicesIndex(header, "timestamp")
-	}
-	for _, l := range lines[1:] {
-		k := strings.Split(l, ", ")[key]
-		if query == "query-compute-apps" {
-			if len(blocks) == 0 {
-				blocks = append(blocks, nil)
-			}
-		} else if len(blocks) == 0 || seen[k] {
-			blocks = append(blocks, nil)
-			seen = map[string]bool{}
-		}
-		seen[k] = true
-		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], l)
-	}
-	for i, bl := range blocks {
-		if i > 0 {
-			time.Sleep(interval)
-		}
-		for _, l := range bl {
-			fmt.Println(project(l))
-		}
-	}
-	os.WriteFile(filepath.Join(os.Getenv("GPUGATE_FAKE_SMI_DONE"), "done."+query), nil, 0o644)
-	time.Sleep(time.Hour)
-	return 0
-}
-
-func slicesIndex(h []string, name string) int {
-	for i, x := range h {
-		if n, _, _ := strings.Cut(x, " ["); n == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // fakeOnPath puts the stand-in nvidia-smi for a recording on PATH and
@@ -334,7 +228,7 @@ func TestSMINotFound(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	c := StartSMI(context.Background(), SMIOptions{}).Stop()
 	b, _ := json.Marshal(c)
-	if string(b) != `{"sampled":false,"not_sampled":"nvidia-smi not found","job_gpus_known":false}` {
+	if string(b) != `{"sampled":false,"not_sampled":"no nvidia-smi","job_gpus_known":false}` {
 		t.Errorf("without nvidia-smi: %s", b)
 	}
 }
@@ -348,7 +242,7 @@ func TestSMIThisMachine(t *testing.T) {
 	s := StartSMI(context.Background(), SMIOptions{JobPID: os.Getpid()})
 	time.Sleep(50 * time.Millisecond)
 	c := s.Stop()
-	if c.Sampled || c.NotSampled != "nvidia-smi not found" || len(c.GPUs) != 0 || c.ReasonFields != "" {
+	if c.Sampled || c.NotSampled != "no nvidia-smi" || len(c.GPUs) != 0 || c.ReasonFields != "" {
 		t.Errorf("without nvidia-smi: %+v", c)
 	}
 }
@@ -403,5 +297,39 @@ func TestProcOwned(t *testing.T) {
 	// Without the job's pid nothing can be attributed, so nothing voids.
 	if own, visible := procOwned(0, os.Getpid()); own || visible {
 		t.Errorf("job 0: own %v visible %v, want neither", own, visible)
+	}
+}
+
+// TestRunSamplesConditions: Run samples nvidia-smi while the job runs and
+// returns the summary; the job waits until the stand-in has replayed the
+// whole throttled recording.
+func TestRunSamplesConditions(t *testing.T) {
+	done := fakeOnPath(t, "throttled-constructed", "help-query-gpu-580.txt")
+	t.Setenv("GPUGATE_FAKE_SMI_INTERVAL_MS", "20")
+	wait := fmt.Sprintf("while [ ! -e %s/done.query-gpu ] || [ ! -e %s/done.query-compute-apps ]; do sleep 0.05; done; sleep 0.2; echo replayed", done, done)
+	res, _, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", wait}, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Conditions
+	if c == nil || !c.Sampled || len(c.GPUs) != 1 || c.GPUs[0].Samples != 10 || c.GPUs[0].ReasonShare["hw_slowdown"] != 0.4 {
+		t.Fatalf("conditions %+v, want 10 samples of GPU 0 with hw_slowdown in 4", c)
+	}
+	// The recorded pids are not the job's: outside its process tree (or
+	// not visible here), never counted as its own.
+	if c.JobGPUsKnown || c.GPUs[0].JobSeen {
+		t.Errorf("recorded processes taken for the job's: %+v", c.GPUs[0])
+	}
+}
+
+// TestRunWithoutSMI: the CPU path through Run says why nothing was sampled.
+func TestRunWithoutSMI(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	res, _, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", "echo hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Conditions; c == nil || c.Sampled || c.NotSampled != "no nvidia-smi" {
+		t.Errorf("conditions %+v, want not sampled: no nvidia-smi", c)
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh: set up a fresh Debian 12 machine and run gpugate's main job on
 # the built-in demo, a real PyTorch training job (examples/demo/train.py):
-# record a baseline, then run the slow-loader and host-sync variants and
+# record a baseline, then run the slow-loader, host-sync and leak variants and
 # show the gate failing with the reason. The training script is never
 # modified: the profiler is injected from outside.
 set -euo pipefail
@@ -28,7 +28,7 @@ bin/gpugate run -config $cfg -db $db || status=$?
 echo "gpugate run (again): exit $status"
 [ "$status" != 1 ] || { echo "demo: a healthy rerun was called a regression" >&2; exit 1; }
 
-for variant in slow-loader host-sync; do
+for variant in slow-loader host-sync leak; do
 	echo
 	echo "== the $variant variant: the gate fails and says why"
 	status=0

@@ -5,7 +5,7 @@
 # format and the injection's torch >= 2.0 path (public optimizer step
 # hooks). The demo's own perf.yaml is used with its python replaced by the
 # wrapper: record a baseline, no regression on a rerun, fail slow-loader and
-# host-sync for their reasons. cmd/gpugate's script tests do the same under
+# host-sync for their reasons, and leak on peak memory with memory-growth. cmd/gpugate's script tests do the same under
 # Debian 12's torch 1.13.
 #
 # Without the wrapper it skips, except in CI (CI=true), where it fails.
@@ -74,7 +74,45 @@ run sync 1 host-sync
 expect sync out 'sync_calls'
 expect sync out 'host-sync'
 
+# The leak fails on peak memory with memory-growth, from the trace's own
+# allocator events (profile_memory, on by default from torch 2): the
+# baseline's and the leak's memory both come from the trace.
+run leak 1 leak
+expect leak out '\*peak_memory .* regression'
+expect leak out 'memory-growth'
+expect leak out 'allocator events'
+grep -q '"source": "trace"' leak/analysis.json || { log "FAIL: leak/analysis.json: peak memory not from the trace's allocator events"; fail=1; }
+grep -q '"max_rss_bytes"' leak/analysis.json || { log "FAIL: leak/analysis.json: no job peak RSS"; fail=1; }
+
+# FLOPs (perf.yaml flops: true): torch 2.6 on the CPU records shapes but no
+# flops args, so gpugate computes them from the shapes. Every measured step
+# of the healthy demo runs the same layers at batch 32, worked out by hand
+# in trace/kineto/shapes_test.go (TestFLOPOpsTorch26): forward 105,119,744
+# + backward 181,927,936 = 287,047,680 FLOPs per step. samples_per_step 32
+# gives samples/s beside step time.
+sed 's/^    repeat: 1$/    repeat: 1\n    flops: true\n    samples_per_step: 32/' perf.yaml >perf-flops.yaml
+grep -q '^    flops: true$' perf-flops.yaml || { log "FAIL: could not add flops: true to perf.yaml"; fail=1; }
+rc=0
+./gpugate run -config perf-flops.yaml -db flops.db -out flops -record-baseline >flops.out 2>flops.err || rc=$?
+log "flops   exit $rc (want 0); $(grep -ho 'profiling overhead ×[0-9.]*[^;]*' flops.err | head -1)"
+if [ "$rc" != 0 ]; then log "FAIL: the flops run exited $rc"; tail -n 20 flops.out flops.err >&2; fail=1; fi
+python3 - flops/analysis.json <<'PY' || fail=1
+import json, sys
+p = json.load(open(sys.argv[1]))["profiles"][0]
+w = p["work"] or {}
+flops = [s["flops"] for s in w.get("steps", [])]
+sps = [s["samples_per_s"] for s in w.get("steps", [])]
+ok = len(flops) >= 10 and all(f == 287047680 for f in flops) and all(x and x > 0 for x in sps) and w.get("flops_source") == "shapes"
+print(f"e2e-torch2: flops    {len(flops)} steps, FLOPs per step {sorted(set(flops))} (hand count 287047680), source {w.get('flops_source')}, "
+      f"{w.get('flop_ops')} top-level ops, samples/s {min(sps or [0]):.0f}..{max(sps or [0]):.0f}", file=sys.stderr)
+if not ok:
+    print("e2e-torch2: FAIL: the demo's FLOPs per step are not the hand count", file=sys.stderr)
+    sys.exit(1)
+PY
+expect flops out 'samples_per_s'
+expect flops out 'gflop_per_step +0.287'
+
 if [ "$fail" != 0 ]; then
 	exit 1
 fi
-log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: baseline recorded, rerun no regression, slow-loader and host-sync fail for their reasons"
+log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: baseline recorded, rerun no regression, slow-loader, host-sync and leak fail for their reasons, the demo's FLOPs per step are the hand count"

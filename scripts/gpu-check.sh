@@ -5,12 +5,15 @@
 #   1. takes the carried binaries bin/gpugate and bin/gpugate-deepdive, or
 #      builds them with Go;
 #   2. runs the demo (examples/demo/train.py --device cuda) under the
-#      injected torch.profiler: baseline (recorded), rerun, slow-loader and
-#      host-sync, each with `gpugate run`;
+#      injected torch.profiler: baseline (recorded), rerun, slow-loader,
+#      host-sync and leak, each with `gpugate run` (the leak's per-step peaks
+#      from the trace checked against the step hook's own);
 #   3. runs `gpugate analyze` on each CUDA trace and checks kernels per step
 #      > 0, GPU utilization and cpu_wait;
-#   4. runs the ncu deep-dive on the demo's busiest kernel twice (batch 32
-#      and 128) and compares the two launches in one line;
+#   4. runs the ncu deep-dive through `gpugate run` with perf.yaml
+#      deep_dive: a baseline at batch 32 recorded with its kernels' ncu data,
+#      then batch 128, which must regress, with one line per kernel that
+#      compares the two;
 # and writes traces, reports, logs and summary.txt into OUTDIR (plus
 # all.tar.gz of everything). Every step has a timeout and its failure is
 # recorded in the summary without stopping the others.
@@ -151,7 +154,7 @@ if [ -n "$NCU" ] && [ -x "$DEEPDIVE" ]; then
 fi
 
 if [ "$GPU" != 1 ]; then
-	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync analyze deepdive; do
+	for s in demo-baseline demo-rerun demo-slow-loader demo-host-sync demo-leak analyze demo-flops deepdive; do
 		result "$s" SKIP "no CUDA GPU here (nvidia-smi and torch.cuda): GPU part skipped"
 	done
 	note "no GPU: the GPU parts were skipped; result: $([ $FAILED = 0 ] && echo ok || echo failed)"
@@ -193,6 +196,39 @@ run_demo rerun "" "0 1"
 # The slow loader and the host syncs must fail the gate (exit 1).
 run_demo slow-loader slow-loader "1"
 run_demo host-sync host-sync "1"
+# The leak must fail on peak memory with memory-growth, from the trace's
+# own allocator events on the CUDA device (profile_memory); its per-step
+# peaks are checked against the step hook's torch.cuda.max_memory_allocated
+# of the same steps (ProfilerStep#k holds optimizer step k+1), a second
+# measurement of the same thing.
+run_demo leak leak "1"
+for name in baseline leak; do
+	OK=0 step "memory-$name" 30 "$PY" - "$OUT/runs/$name" <<'PY' || true
+import json, os, sys
+d = sys.argv[1]
+p = json.load(open(os.path.join(d, "analysis.json")))["profiles"][0]
+hook = {}
+for line in open(os.path.join(d, "steps-0.jsonl")):
+    s = json.loads(line)
+    hook[s["step"]] = s
+worst, n = 0.0, 0
+for st in p["steps"]:
+    m = st["memory"]
+    if not m or m["source"] != "trace" or m["device"] < 0:
+        sys.exit(f"{st['name']}: memory from {m and m['source']} on device {m and m['device']}: want the CUDA allocator's peaks from the trace")
+    k = int(st["name"].split("#")[1])
+    h = hook.get(k + 1, {}).get("cuda_max_allocated_bytes")
+    if h:
+        worst, n = max(worst, abs(m["peak_memory_bytes"] - h) / h), n + 1
+print(f"peak_memory_MiB={p['summary']['peak_memory_MiB']['median']:.1f} trace vs hook max_memory_allocated over {n} steps: worst {100*worst:.2f}%")
+print("findings:", ", ".join(f["id"] for f in p["findings"]) or "none")
+sys.exit(0 if n > 0 and worst < 0.01 else 1)
+PY
+	note "  memory $name: $(head -n 2 "$OUT/memory-$name.log" | tr '\n' ' ')"
+done
+grep -q 'memory-growth' "$OUT/demo-leak.log" && grep -Eq '\*peak_memory .* regression' "$OUT/demo-leak.log" \
+	&& result leak-verdict ok "peak_memory regression with memory-growth" \
+	|| result leak-verdict FAIL "the leak did not fail on peak_memory with memory-growth (see demo-leak.log)"
 
 # --- analyze the CUDA traces --------------------------------------------
 for name in baseline rerun slow-loader host-sync; do
@@ -219,43 +255,73 @@ PY
 	fi
 done
 
-# --- the ncu deep-dive on the busiest kernel ----------------------------
+# --- FLOPs, MFU and run conditions ---------------------------------------
+# The demo with perf.yaml flops: true: FLOPs per step must be the hand count
+# of trace/kineto/shapes_test.go (287,047,680; the same layers on CUDA),
+# from the trace's flops args where torch wrote them and from shapes
+# elsewhere; MFU against the GPU's dense FP32 datasheet peak (the demo
+# trains in FP32); and the run conditions nvidia-smi saw.
+CFGF=$OUT/perf-flops.yaml
+sed 's/^    repeat: 1$/    repeat: 1\n    flops: true\n    samples_per_step: 32\n    mfu_dtype: fp32/' "$CFG" >"$CFGF"
+OK=0 step demo-flops 150 env GPUGATE_BRANCH=main "$GPUGATE" run -config "$CFGF" -db "$OUT/flops.db" -out "$OUT/runs/flops" -format text -record-baseline || true
+if [ -f "$OUT/runs/flops/analysis.json" ]; then
+	OK=0 step check-flops 30 "$PY" - "$OUT/runs/flops/analysis.json" "$OUT/runs/flops/conditions.json" <<'PY' || true
+import json, statistics, sys
+p = json.load(open(sys.argv[1]))["profiles"][0]
+w = p.get("work") or {}
+st = w.get("steps") or []
+med = lambda k: statistics.median([s[k] for s in st if s.get(k) is not None] or [float("nan")])
+flops = sorted({s["flops"] for s in st})
+print(f"FLOPs/step {flops} (hand count 287047680) source={w.get('flops_source')} ops={w.get('flop_ops')} uncounted={w.get('uncounted_ops')}")
+print(f"TFLOP/s {med('tflops'):.4g} MFU {med('mfu'):.3%} of {w.get('device')} {w.get('mfu_dtype')} peak {w.get('peak_tflops')} {w.get('mfu_absent', '')} samples/s {med('samples_per_s'):.0f}")
+try:
+    c = json.load(open(sys.argv[2]))
+    g = (c.get("gpus") or [{}])[0]
+    print(f"run conditions: sampled={c.get('sampled')} {c.get('not_sampled', '')} fields={c.get('reason_fields')} SM {g.get('sm_clock_median_mhz')} MHz of {g.get('sm_clock_max_mhz')}, {g.get('samples')} samples ({g.get('busy_samples')} busy), reasons {g.get('reason_share')}, job seen {g.get('job_seen')}, others {len(g.get('other_processes') or [])}")
+except OSError as e:
+    print("run conditions: no conditions.json:", e)
+sys.exit(0 if flops == [287047680] else 1)
+PY
+	note "  flops: $(head -n 3 "$OUT/check-flops.log" | tr '\n' ' ')"
+fi
+
+# --- the ncu deep-dive, driven by gpugate run ---------------------------
+# A second baseline of the same workload is recorded with deep_dive set, so
+# that the store holds its busiest kernels' ncu data; then the demo at
+# batch 128 must regress against batch 32, and gpugate run profiles the
+# kernels whose time per step grew most on the candidate and takes the
+# baseline's side from the store: one line per kernel in the report.
 if [ -z "$NCU" ]; then
 	result deepdive FAIL "no ncu found (set GPUGATE_NCU)"
-elif [ -f "$OUT/analyze-baseline.json" ]; then
-	# The kernel with the most time, and its launches per step: skip three
-	# steps' worth (warm-up) before profiling one launch.
-	"$PY" - "$OUT/analyze-baseline.json" >"$OUT/kernel.txt" <<'PY' || true
-import json, sys
-p = json.load(open(sys.argv[1]))["profiles"][0]
-if not p.get("kernel_stats"):
-    sys.exit("no kernels in the baseline trace")
-k = p["kernel_stats"][0]
-steps = max(1, len(p["steps"]))
-print(max(1, round(3 * k["count"] / steps)))
-print(k["name"])
-PY
-	skip=$(sed -n 1p "$OUT/kernel.txt")
-	kernel=$(sed -n 2p "$OUT/kernel.txt")
-	if [ -z "$kernel" ]; then
-		result deepdive FAIL "no kernel in analyze-baseline.json"
-	else
-		note "deep-dive kernel (skip $skip launches): $kernel"
-		for b in 32 128; do
-			step "deepdive-b$b" 150 "$DEEPDIVE" -ncu "$NCU" -out "$OUT/ncu-b$b" -kernel "$kernel" -skip "$skip" -clock-control none \
-				-- "$PY" "$ROOT/examples/demo/train.py" --steps 10 --device "$DEVICE" --batch-size "$b" || true
-		done
-		if [ -f "$OUT/ncu-b32/ncu-1.ncu-rep" ]; then
-			step analyze-ncu 60 sh -c '"$0" analyze -ncu "$1" "$2" >"$3"' "$GPUGATE" "$NCU" "$OUT/ncu-b32/ncu-1.ncu-rep" "$OUT/analyze-ncu.txt" || true
-		fi
-		if [ -f "$OUT/ncu-b32/ncu-1.ncu-rep" ] && [ -f "$OUT/ncu-b128/ncu-1.ncu-rep" ]; then
-			if step deepdive-compare 60 "$DEEPDIVE" -ncu "$NCU" -compare "$OUT/ncu-b32/ncu-1.ncu-rep" "$OUT/ncu-b128/ncu-1.ncu-rep"; then
-				note "  batch 32 → 128: $(head -n 1 "$OUT/deepdive-compare.log")"
-			fi
-		fi
-	fi
 else
-	result deepdive SKIP "no baseline analysis to pick a kernel from"
+	dd_config() { # dd_config FILE BATCH
+		sed -e "s/\"--device\", \"$DEVICE\"\]/\"--device\", \"$DEVICE\", \"--batch-size\", \"$2\"]/" \
+			-e 's/^    repeat: 1$/    repeat: 1\n    deep_dive: {kernels: 2, clock_control: none}/' "$CFG" >"$1"
+	}
+	dd_config "$OUT/perf-dd32.yaml" 32
+	dd_config "$OUT/perf-dd128.yaml" 128
+	# The deep-dive runs: GPUGATE_NCU is what gpugate run's deep-dive uses.
+	OK=0 step deepdive-record 240 env GPUGATE_BRANCH=main GPUGATE_NCU="$NCU" \
+		"$GPUGATE" run -config "$OUT/perf-dd32.yaml" -db "$OUT/baseline.db" -out "$OUT/runs/dd32" -format text -record-baseline || true
+	note "  deep-dive with the baseline: $(grep -m1 -e 'deep-dive of .* stored with' -e 'deep-dive skipped' "$OUT/deepdive-record.log" 2>/dev/null | cut -c1-200 || echo 'nothing stored')"
+	OK=1 step deepdive-run 300 env GPUGATE_BRANCH=main GPUGATE_NCU="$NCU" \
+		"$GPUGATE" run -config "$OUT/perf-dd128.yaml" -db "$OUT/baseline.db" -out "$OUT/runs/dd128" -format text || true
+	if grep -q '^Nsight Compute deep-dive:' "$OUT/deepdive-run.log" 2>/dev/null; then
+		sed -n '/^Nsight Compute deep-dive:/,/^$/p' "$OUT/deepdive-run.log" | grep -v '^$' | head -n 12 >"$OUT/deepdive-lines.txt"
+		while IFS= read -r l; do note "  $l"; done <"$OUT/deepdive-lines.txt"
+		if grep -q '→' "$OUT/deepdive-lines.txt" && ! grep -q 'deep-dive skipped' "$OUT/deepdive-lines.txt"; then
+			result deepdive-lines ok "a kernel line compares baseline and candidate"
+		else
+			result deepdive-lines FAIL "no kernel line with both sides (see deepdive-lines.txt)"
+		fi
+		for rep in "$OUT"/runs/dd128/deepdive/head/k*/ncu-1.ncu-rep; do
+			[ -f "$rep" ] || continue
+			OK=0 step analyze-ncu 60 sh -c '"$0" analyze -ncu "$1" "$2"' "$GPUGATE" "$NCU" "$rep" || true
+			break
+		done
+	else
+		result deepdive-lines FAIL "gpugate run printed no deep-dive (see deepdive-run.log)"
+	fi
 fi
 
 tar -czf "$OUT/all.tar.gz" -C "$OUT" --exclude all.tar.gz . 2>/dev/null || true

@@ -226,6 +226,14 @@ type Profile struct {
 	// inside synchronizing API calls (nsys: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
 	// sorted by start; nil when the trace has none.
 	SyncWaits []SyncWait
+	// FLOPOps are the matrix multiplications and convolutions whose FLOPs
+	// the trace records (flops args) or lets compute (shapes); nil when it
+	// has none (see FLOPOp).
+	FLOPOps []FLOPOp
+	// Memory are the allocator's events (trace.MemEvent), sorted by time;
+	// nil when the trace has none (torch.profiler without profile_memory,
+	// nsys without --cuda-memory-usage): memory metrics are then absent.
+	Memory []MemEvent
 
 	// Warnings are things the reader noticed that do not stop analysis.
 	Warnings []string
@@ -400,4 +408,43 @@ func WithPath(err error, path string) error {
 		return fmt.Errorf("%s: %v", path, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// MemEvent is one allocator event: an allocation (Bytes > 0) or a free
+// (Bytes < 0) on one device, with the allocator's totals right after it
+// where the profiler records them (Kineto's [memory] instant events; nsys's
+// CUDA memory usage table). 40 bytes, no pointers.
+type MemEvent struct {
+	Time int64 // ns on the trace's clock (the host's: the allocator runs on the host)
+	// Allocated and Reserved are the allocator's totals on Device right
+	// after the event (Kineto "Total Allocated" / "Total Reserved"); valid
+	// only with MemTotals, and Reserved only with MemReserved as well.
+	Allocated, Reserved int64
+	Bytes               int64 // the event's own size: + allocated, - freed
+	// Device is the CUDA device ordinal for MemCUDA, -1 for the host.
+	Device int32
+	Flags  MemFlags
+}
+
+// MemFlags say what a MemEvent holds.
+type MemFlags uint8
+
+const (
+	// MemCUDA: the event is on an accelerator (Kineto Device Type 1; nsys
+	// device memory); otherwise on the host allocator.
+	MemCUDA MemFlags = 1 << iota
+	// MemTotals: Allocated is the allocator's total after the event. The
+	// 2021 Kineto form and nsys exports record only Bytes: totals are then
+	// relative, summed from the deltas by the analysis.
+	MemTotals
+	// MemReserved: Reserved holds the caching allocator's reserved total.
+	MemReserved
+)
+
+// SortMemory orders p.Memory by time, then device, as analysis expects.
+// Events of one time keep their order (the allocator's).
+func (p *Profile) SortMemory() {
+	slices.SortStableFunc(p.Memory, func(a, b MemEvent) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Device, b.Device))
+	})
 }

@@ -499,7 +499,7 @@ func gatherEvidence(runs, art string, sizeCap int64) (traces []string, omitted i
 		n := d.Name()
 		info, _ := d.Info()
 		switch {
-		case n == "job.log", n == "analysis.json":
+		case n == "job.log", n == "analysis.json", n == "conditions.json":
 			return copyFile(p, filepath.Join(art, "logs", rel))
 		case strings.HasSuffix(n, ".json"), strings.HasSuffix(n, ".json.gz"), strings.HasSuffix(n, ".nsys-rep"), strings.HasSuffix(n, ".qdrep"):
 			tr = append(tr, file{p, rel, info.Size()})

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace"
@@ -76,6 +80,7 @@ versions.`,
 				return err
 			}
 			doc := report.NewAnalysis(results)
+			doc.RunConditions = conditionsBeside(args)
 			if *format == "json" {
 				return doc.WriteJSON(stdout)
 			}
@@ -87,6 +92,8 @@ versions.`,
 // analysisFlagSet holds the flags shared by commands that analyze traces.
 type analysisFlagSet struct {
 	step, data, comm *string
+	samples, tokens  *float64
+	mfuDtype         *string
 	nsys             *string
 	maxBytes         *int64
 	maxString        *int
@@ -96,6 +103,9 @@ type analysisFlagSet struct {
 func analysisFlags(fs *flag.FlagSet) *analysisFlagSet {
 	return &analysisFlagSet{
 		step:      fs.String("step-pattern", analysis.DefaultStepPattern.String(), "regular expression `RE` naming the host ranges that are training steps"),
+		samples:   fs.Float64("samples-per-step", 0, "samples one step of one process consumes (`N`): reports samples/s per step (perf.yaml samples_per_step)"),
+		tokens:    fs.Float64("tokens-per-step", 0, "tokens one step of one process consumes (`N`): reports tokens/s per step (perf.yaml tokens_per_step)"),
+		mfuDtype:  fs.String("mfu-dtype", "bf16", "`dtype` whose datasheet peak MFU is measured against: "+strings.Join(analysis.MFUDtypes, ", ")),
 		data:      fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
 		comm:      fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
 		nsys:      fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
@@ -110,6 +120,18 @@ func (a *analysisFlagSet) options() (analysis.Options, error) {
 	if *a.maxBytes <= 0 || *a.maxString <= 0 || *a.maxEvents <= 0 {
 		return opt, usagef("-max-trace-bytes, -max-string and -max-events must be positive")
 	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"-samples-per-step", *a.samples}, {"-tokens-per-step", *a.tokens}} {
+		if f.v < 0 || f.v > 1e15 || math.IsNaN(f.v) {
+			return opt, usagef("%s must be a positive number (up to 1e15), not %v", f.name, f.v)
+		}
+	}
+	if !slices.Contains(analysis.MFUDtypes, *a.mfuDtype) {
+		return opt, usagef("-mfu-dtype %q: want one of %s", *a.mfuDtype, strings.Join(analysis.MFUDtypes, ", "))
+	}
+	opt.Work = analysis.Work{SamplesPerStep: *a.samples, TokensPerStep: *a.tokens, MFUDtype: *a.mfuDtype}
 	for _, f := range []struct {
 		name string
 		src  *string
@@ -225,4 +247,28 @@ func renamePath(err error, tmp, name string) error {
 		return fmt.Errorf("read trace %w", &c)
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), tmp, name))
+}
+
+// conditionsBeside reads the run conditions gpugate run wrote beside the
+// traces (conditions.json in their folder) when they all come from one
+// run's folder; otherwise the analysis says they are not recorded.
+func conditionsBeside(paths []string) *gate.Conditions {
+	none := &gate.Conditions{NotSampled: "not recorded: the traces hold none (gpugate run samples them and writes conditions.json beside its traces)"}
+	dir := ""
+	for _, p := range paths {
+		d := filepath.Dir(p)
+		if p == "-" || (dir != "" && d != dir) {
+			return none
+		}
+		dir = d
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "conditions.json"))
+	if err != nil {
+		return none
+	}
+	var c gate.Conditions
+	if json.Unmarshal(b, &c) != nil {
+		return &gate.Conditions{NotSampled: "not recorded: conditions.json beside the traces is not a gpugate run-conditions document"}
+	}
+	return &c
 }

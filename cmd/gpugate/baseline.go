@@ -15,6 +15,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
@@ -314,7 +315,10 @@ run's), and says how many runs of other fingerprints it left out.`,
 			} else {
 				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)
 			}
-			return nil
+			if err := showConditions(stdout, all, fp); err != nil {
+				return err
+			}
+			return showNCU(ctx, stdout, store, pts)
 		}
 	},
 }
@@ -413,4 +417,33 @@ var baselinePruneCmd = &command{
 			return nil
 		}
 	},
+}
+
+// showConditions prints the run conditions of the baseline runs of
+// fingerprint fp (runs: oldest first), for baseline show.
+func showConditions(w io.Writer, runs []baseline.Run, fp string) error {
+	var cs []*gate.Conditions
+	for _, r := range runs {
+		if r.FingerprintHash != fp {
+			continue
+		}
+		var c *gate.Conditions
+		if len(r.Conditions) > 0 {
+			c = new(gate.Conditions)
+			if err := json.Unmarshal(r.Conditions, c); err != nil {
+				return fmt.Errorf("baseline run %d: run conditions: %v", r.ID, err)
+			}
+		} else {
+			c = &gate.Conditions{NotSampled: "not recorded (stored before gpugate sampled run conditions)"}
+		}
+		cs = append(cs, c)
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nRun conditions (nvidia-smi while each run ran):")
+	for _, l := range report.ConditionsText(cs) {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	return nil
 }

@@ -36,11 +36,12 @@ regresses when the interval excludes 0 and the shift is beyond its
 allowance (15% for times, tight for counts such as kernels and sync calls);
 it passes only when the interval stays within the allowance; anything else
 is "inconclusive", with what would settle it — never a silent pass.
-step_time, kernels and sync_calls gate the verdict; the other metrics
+step_time, kernels, cpu_wait, sync_calls and peak_memory gate the
+verdict (peak memory: 5% and at least 64 MiB); the other metrics
 explain it. docs/verdicts.md states the rule.
 
 Several -base (or -head) files are the ranks of one run: they are combined
-per step (times: the slowest rank; counts: the sum), never pooled as
+per step (times and memory: the slowest or largest rank; counts: the sum), never pooled as
 samples. With -runs each file is a run of its own; with 3 or more runs on
 both sides each run's median step is one sample, so the verdict covers
 run-to-run drift; with fewer the steps are the samples and the report says
@@ -126,6 +127,10 @@ why.
 				return err
 			}
 			rep := gate.Compare(base, head, opt)
+			// Trace files and analyze documents hold no run conditions:
+			// the section says so rather than leaving it out.
+			gate.ApplyConditions(rep, make([]*gate.Conditions, len(base)), make([]*gate.Conditions, len(head)), gate.DefaultConditionMargins,
+				"not recorded: compare reads traces, which hold no run conditions (gpugate run samples them)")
 			if mm := gate.Mismatch(rep.Baseline, rep.Candidate); len(mm) > 0 {
 				if !*allowMismatch {
 					return fmt.Errorf("compare: not the same hardware or profiler, no verdict: %s (-allow-mismatch compares them all the same)", strings.Join(mm, "; "))

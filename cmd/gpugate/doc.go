@@ -149,12 +149,18 @@ Run 'gpugate help <command>' for details.
 	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
 	  -max-trace-bytes N
 	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
+	  -mfu-dtype dtype
+	    	dtype whose datasheet peak MFU is measured against: fp32, tf32, bf16, fp16, fp8 (default "bf16")
 	  -ncu path
 	    	path of the ncu CLI used to read .ncu-rep reports (default: $GPUGATE_NCU, then PATH)
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
+	  -samples-per-step N
+	    	samples one step of one process consumes (N): reports samples/s per step (perf.yaml samples_per_step)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+	  -tokens-per-step N
+	    	tokens one step of one process consumes (N): reports tokens/s per step (perf.yaml tokens_per_step)
 
 # baseline cache-key
 
@@ -273,10 +279,16 @@ Run 'gpugate help <command>' for details.
 	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
 	  -max-trace-bytes N
 	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
+	  -mfu-dtype dtype
+	    	dtype whose datasheet peak MFU is measured against: fp32, tf32, bf16, fp16, fp8 (default "bf16")
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
+	  -samples-per-step N
+	    	samples one step of one process consumes (N): reports samples/s per step (perf.yaml samples_per_step)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+	  -tokens-per-step N
+	    	tokens one step of one process consumes (N): reports tokens/s per step (perf.yaml tokens_per_step)
 	  -workload name
 	    	workload name
 
@@ -339,11 +351,12 @@ Run 'gpugate help <command>' for details.
 	allowance (15% for times, tight for counts such as kernels and sync calls);
 	it passes only when the interval stays within the allowance; anything else
 	is "inconclusive", with what would settle it — never a silent pass.
-	step_time, kernels and sync_calls gate the verdict; the other metrics
+	step_time, kernels, cpu_wait, sync_calls and peak_memory gate the
+	verdict (peak memory: 5% and at least 64 MiB); the other metrics
 	explain it. docs/verdicts.md states the rule.
 
 	Several -base (or -head) files are the ranks of one run: they are combined
-	per step (times: the slowest rank; counts: the sum), never pooled as
+	per step (times and memory: the slowest or largest rank; counts: the sum), never pooled as
 	samples. With -runs each file is a run of its own; with 3 or more runs on
 	both sides each run's median step is one sample, so the verdict covers
 	run-to-run drift; with fewer the steps are the samples and the report says
@@ -385,12 +398,18 @@ Run 'gpugate help <command>' for details.
 	    	refuse a Kineto trace holding a name longer than N bytes (default 1048576)
 	  -max-trace-bytes N
 	    	refuse a Kineto trace larger than N bytes after decompression (default 17179869184)
+	  -mfu-dtype dtype
+	    	dtype whose datasheet peak MFU is measured against: fp32, tf32, bf16, fp16, fp8 (default "bf16")
 	  -nsys path
 	    	path of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)
 	  -runs
 	    	each -base/-head file is a separate run, not a rank
+	  -samples-per-step N
+	    	samples one step of one process consumes (N): reports samples/s per step (perf.yaml samples_per_step)
 	  -step-pattern RE
 	    	regular expression RE naming the host ranges that are training steps (default "^(ProfilerStep#\\d+|train_step|training_step|step)\\b")
+	  -tokens-per-step N
+	    	tokens one step of one process consumes (N): reports tokens/s per step (perf.yaml tokens_per_step)
 
 # config check
 

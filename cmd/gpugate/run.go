@@ -177,6 +177,7 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 				return err
 			}
 		}
+		report.WriteConditionsText(w, rep.Conditions)
 		for _, wn := range rep.Warnings {
 			fmt.Fprintf(w, "\ngpugate: %s\n", escape.Terminal(wn))
 		}

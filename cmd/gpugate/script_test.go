@@ -12,6 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/gpugate/gpugate/internal/fakesmi"
 	"github.com/gpugate/gpugate/trace/nsys"
 )
 
@@ -21,6 +22,11 @@ var timing sync.Mutex
 var update = flag.Bool("update", false, "rewrite golden sections of testdata/script/*.txtar")
 
 func TestMain(m *testing.M) {
+	// Run as "nvidia-smi" (a link a script makes on its PATH), the test
+	// binary replays a real nvidia-smi recording (internal/fakesmi).
+	if filepath.Base(os.Args[0]) == "nvidia-smi" {
+		os.Exit(fakesmi.Main(os.Args[1:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"gpugate": func() { os.Exit(gpugate(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
 	})
@@ -42,6 +48,12 @@ func TestScript(t *testing.T) {
 				e.Defer(timing.Unlock)
 			}
 			e.Setenv("DEMO", demo)
+			// For scripts that put the stand-in nvidia-smi on their PATH.
+			if exe, err := os.Executable(); err == nil {
+				e.Setenv("GPUGATE_TEST_BIN", exe)
+			}
+			smi, _ := filepath.Abs(filepath.Join("..", "..", "runner", "testdata", "smi"))
+			e.Setenv("SMI_RECORDINGS", smi)
 			e.Setenv("GPUGATE_BRANCH", "main")
 			if p, err := nsys.FindCLI(os.Getenv("GPUGATE_NSYS")); err == nil {
 				e.Setenv("GPUGATE_NSYS", p)

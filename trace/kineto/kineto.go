@@ -139,6 +139,7 @@ type parser struct {
 	gpu chunks[trace.GPUOp]
 	api chunks[trace.APICall]
 	rng chunks[trace.Range]
+	sh  shapeState // operators whose FLOPs are counted (shapes.go)
 
 	nEvents int // entries of traceEvents read
 	// Complete events of a kept category with bad times: dropped for a
@@ -150,6 +151,7 @@ type parser struct {
 	ev            event
 
 	copyInfo map[trace.Name]copyInfo
+	mem      memState // [memory] instant events (memory.go)
 
 	ext ext // state of the extensions (hooks.go)
 
@@ -297,9 +299,12 @@ func (p *parser) event() error {
 			} else if p.str, err = p.stringValue(p.str[:0]); err == nil && len(p.str) > 0 {
 				e.ph = p.str[0]
 			}
+			if err == nil && (e.ph == 'i' || e.ph == 'I') {
+				return p.instant() // allocator events (memory.go)
+			}
 			if err == nil && e.ph != 'X' && !wantPhase(e.ph) {
-				// Flows, instants, counters and metadata are not kept: skip
-				// the rest of the object without reading its members.
+				// Flows, counters and metadata are not kept: skip the rest
+				// of the object without reading its members.
 				return s.skipRest()
 			}
 		case 1: // cat
@@ -316,8 +321,16 @@ func (p *parser) event() error {
 		case 6: // tid
 			e.tid, e.tidNum, e.tidIsNum, err = p.idValue(e.tid)
 		case 7: // args
+			if e.ph == 0 && string(e.name) == memoryName {
+				err = p.memArgsBeforePh() // memory.go
+				break
+			}
 			hook := p.argsHook()
 			if len(e.cat) > 0 && (e.kind < catKernel || e.kind > catAPI) && hook == nil {
+				if k := trace.FLOPKindOf(unsafeString(e.name)); k != trace.FLOPNone {
+					err = p.flopArgs(k) // shapes.go
+					break
+				}
 				err = s.skipValue() // cpu_op args are large and unused
 				break
 			}
@@ -571,6 +584,7 @@ func (p *parser) add() {
 		})
 	case catRange:
 		p.rng.add(trace.Range{Start: start, End: end, Thread: p.thread(), Name: pr.Names.Intern(e.name)})
+		p.addFLOPOp(start, end)
 	}
 }
 
@@ -794,6 +808,8 @@ func (p *parser) finish() {
 	runtime.GC()
 	pr.Ranges = sorted(&p.rng, func(r *trace.Range) int64 { return r.Start }, cmpRange)
 	runtime.GC()
+	pr.FLOPOps = p.sh.ops
+	p.finishMemory()
 	p.finishExt()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)

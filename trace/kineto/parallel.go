@@ -221,6 +221,8 @@ func (p *parser) merge(o *parser) error {
 	p.gpu.appendChunks(&o.gpu)
 	p.api.appendChunks(&o.api)
 	p.rng.appendChunks(&o.rng)
+	p.mergeFLOPOps(o, thread)
+	p.mergeMemory(o)
 	p.legacy += o.legacy
 	p.noCat += o.noCat
 	p.cpuFunctions += o.cpuFunctions

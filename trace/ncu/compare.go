@@ -86,8 +86,8 @@ func Compare(base, head *Launch, change *float64) *Diff {
 	if b, h := base.SMFrequency, head.SMFrequency; b != nil && h != nil && *b > 0 && math.Abs(*h / *b - 1) >= minClockChange {
 		add(fmt.Sprintf("SM clock %.2f → %.2f GHz", *b/1e9, *h/1e9))
 	}
-	if base.Bound != "" && head.Bound != "" && base.Bound != head.Bound {
-		add(fmt.Sprintf("%s → %s", boundWords(base.Bound), boundWords(head.Bound)))
+	if b, h := boundWords(base.Bound), boundWords(head.Bound); b != "" && h != "" && b != h {
+		add(fmt.Sprintf("%s → %s", b, h))
 	}
 	return d
 }

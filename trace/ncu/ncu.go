@@ -114,20 +114,23 @@ type Rule struct {
 // ("memory-bound"), or "" when the report's rules say neither.
 func (l *Launch) Limiter() string {
 	var parts []string
-	if len(l.OccupancyLimiters) > 0 {
-		var occ []string
-		for _, r := range l.OccupancyLimiters {
-			occ = append(occ, limiterWords[r]+"-limited")
+	// Only the words this package knows are said: a Launch read back from
+	// JSON (a stored run, a report of untrusted code) may hold anything.
+	var occ []string
+	for _, r := range l.OccupancyLimiters {
+		if w, ok := limiterWords[r]; ok {
+			occ = append(occ, w+"-limited")
 		}
+	}
+	if len(occ) > 0 {
 		parts = append(parts, strings.Join(occ, " and "))
 	}
 	switch l.Bound {
-	case "":
 	case "small-grid":
 		parts = append(parts, "grid too small to fill the GPU")
 	case "balanced":
 		parts = append(parts, "compute and memory balanced")
-	default:
+	case "compute", "memory", "latency":
 		parts = append(parts, l.Bound+"-bound")
 	}
 	return strings.Join(parts, ", ")

@@ -459,6 +459,9 @@ func (r *reader) profiles(s *scanned) ([]*trace.Profile, error) {
 		}
 		i = j
 	}
+	if err := r.memory(procs); err != nil { // memory.go
+		return nil, err
+	}
 	pids := make([]int32, 0, len(procs))
 	for pid := range procs {
 		pids = append(pids, pid)

@@ -1,5 +1,6 @@
-// Command deepdive runs trace/ncu's deep-dive building blocks by hand, for
-// scripts/gpu-check.sh, until `gpugate run` calls them after a regression:
+// Command deepdive runs trace/ncu's deep-dive building blocks by hand
+// (gpugate run and ab drive them after a regression with perf.yaml
+// deep_dive; scripts/gpu-check.sh uses this command for its probe):
 //
 //	deepdive -out DIR -kernel NAME [-kernel NAME…] [-skip N] [-sections A,B] [-clock-control none] -- CMD ARGS…
 //	deepdive -compare BASE.ncu-rep HEAD.ncu-rep

@@ -6,6 +6,7 @@ Environment (set by gpugate run):
                                  replaced by the process's RANK (default 0)
   GPUGATE_SCHEDULE=w,u,a         profiler schedule: wait, warmup, active steps
   GPUGATE_STEP_LOG=1             print "gpugate-step N" after every optimizer step
+  GPUGATE_PROFILE_MEMORY=0|1     profile_memory (default 1 on torch >= 2, 0 on 1.13)
 
 A step is one optimizer step: the public global optimizer step hook on
 torch >= 2.0; on 1.13 a class-level wrap of Optimizer.step installed from
@@ -48,8 +49,20 @@ def install():
         state["written"] = True
         _log(f"trace written: {out} ({os.path.getsize(out)} bytes) after {state['steps']} steps")
 
+    # perf.yaml flops: true records the input shapes of every operator (and
+    # asks for torch's own flops where it computes them), so that gpugate
+    # can count FLOPs; it costs profiler overhead, so it is opt-in.
+    flops = os.environ.get("GPUGATE_FLOPS") == "1"
+    extra = {"record_shapes": True, "with_flops": True} if flops else {}
+    # profile_memory records every allocation and free with the allocator's
+    # totals ([memory] events): per-step peak memory from the trace itself.
+    # On by default from torch 2 (Kineto); GPUGATE_PROFILE_MEMORY=0 turns it
+    # off. torch 1.13's CPU build has no Kineto: its memory comes from the
+    # step hook's samples (GPUGATE_STEP_SAMPLES).
+    major = int(torch.__version__.split(".")[0])
+    extra["profile_memory"] = os.environ.get("GPUGATE_PROFILE_MEMORY", "1" if major >= 2 else "0") == "1"
     prof = profile(activities=acts, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                   on_trace_ready=ready)
+                   on_trace_ready=ready, **extra)
     prof.start()
 
     def after_step(*_args, **_kwargs):
@@ -77,4 +90,5 @@ def install():
 
     atexit.register(stop)
     _log(f"torch {torch.__version__}: profiler started, schedule wait={wait} warmup={warmup} active={active}, "
+         f"profile_memory={mem}, "
          f"step hook: {how}, install {time.perf_counter() - t0:.2f}s")

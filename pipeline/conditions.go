@@ -1,0 +1,56 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/gate"
+)
+
+// notRecordedWhy is what the report says of a run whose conditions were
+// never recorded.
+const notRecordedWhy = "not recorded: the run was stored before gpugate sampled run conditions"
+
+// applyConditions adds the run-conditions section to rep and voids what
+// the conditions leave unproven (gate.ApplyConditions, with the default
+// margins: throttling in 10% of busy samples, SW power cap 10 points more
+// often than the baseline, median SM clocks 5% apart).
+func applyConditions(rep *gate.Report, base, cand []*gate.Conditions) {
+	gate.ApplyConditions(rep, base, cand, gate.DefaultConditionMargins, notRecordedWhy)
+}
+
+// conditionsJSON is a run's conditions as the store keeps them; nil for a
+// run without (profiler none, a run from before).
+func conditionsJSON(c *gate.Conditions) []byte {
+	if c == nil {
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// storedConditions reads a stored run's conditions; nil when it has none.
+func storedConditions(r baseline.Run) (*gate.Conditions, error) {
+	if len(r.Conditions) == 0 {
+		return nil, nil
+	}
+	var c gate.Conditions
+	if err := json.Unmarshal(r.Conditions, &c); err != nil {
+		return nil, fmt.Errorf("run conditions: %v", err)
+	}
+	return &c, nil
+}
+
+// writeConditions keeps a run's conditions in its artifacts folder
+// (conditions.json), beside analysis.json; best effort, as that file is.
+func writeConditions(out string, c *gate.Conditions) {
+	if b := conditionsJSON(c); b != nil {
+		os.WriteFile(filepath.Join(out, "conditions.json"), b, 0o644)
+	}
+}
