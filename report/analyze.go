@@ -51,8 +51,12 @@ type Profile struct {
 	Devices   []Device `json:"devices"`
 	HasGPU    bool     `json:"has_gpu"`
 	Whole     bool     `json:"whole_profile"` // no step markers: one window
-	Window    Window   `json:"window"`
-	Steps     []Step   `json:"steps"`
+	// StepMethod and StepConfidence say how the steps were found
+	// (analysis.Result.StepMethod, docs/steps.md).
+	StepMethod     string  `json:"step_method"`
+	StepConfidence float64 `json:"step_confidence"`
+	Window         Window  `json:"window"`
+	Steps          []Step  `json:"steps"`
 	// LeftOut are the steps at the edges that every summary, finding and
 	// comparison leaves out (analysis.Trim).
 	LeftOut []analysis.LeftOut          `json:"left_out"`
@@ -217,6 +221,7 @@ func newProfile(r *analysis.Result) Profile {
 	out := Profile{
 		Path: p.Path, Format: p.Format, Variant: p.Variant, Process: p.Process,
 		HasGPU: r.HasGPU, Whole: r.WholeProfile,
+		StepMethod: r.StepMethod, StepConfidence: r.StepConfidence,
 		Window:      Window{Start: r.Start, End: r.End},
 		Summary:     r.Summaries(),
 		KernelStats: r.KernelStats,
@@ -388,6 +393,9 @@ func writeProfileText(w io.Writer, p *Profile) {
 		}
 		fmt.Fprintf(w, "left out: %s\n", strings.Join(lo, "; "))
 	}
+	if p.StepMethod != "" {
+		fmt.Fprintf(w, "steps found by: %s (confidence %.2f)\n", escape.Terminal(p.StepMethod), p.StepConfidence)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "metric\tmedian\tmean\tp90\tmin\tmax\t")
@@ -487,6 +495,7 @@ func (a *Analysis) Results() []*analysis.Result {
 		}
 		r.LeftOut = leftOut
 		r.WholeProfile = p.Whole
+		r.StepMethod, r.StepConfidence = p.StepMethod, p.StepConfidence
 		out = append(out, r)
 	}
 	return out

@@ -58,7 +58,7 @@ func TestAnalysisJSONContract(t *testing.T) {
 	check("document", keys(doc), "profiles", "ranks")
 	prof := doc["profiles"].([]any)[0].(map[string]any)
 	check("profile", keys(prof), "path", "format", "variant", "rank", "world_size", "process", "devices", "has_gpu",
-		"whole_profile", "window", "left_out", "steps", "summary", "kernel_stats", "findings", "warnings", "work")
+		"whole_profile", "step_method", "step_confidence", "window", "left_out", "steps", "summary", "kernel_stats", "findings", "warnings", "work")
 	check("window", keys(prof["window"].(map[string]any)), "start_ns", "end_ns", "kernels", "memcpy_count", "gpu_busy_ns")
 	step := prof["steps"].([]any)[0].(map[string]any)
 	check("step", keys(step), "name", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "step_time_ns", "kernels",

@@ -274,18 +274,26 @@ func hex4(b []byte) (rune, bool) {
 func (s *scanner) skipString() error {
 	s.pos++ // the opening quote, checked by the caller
 	// Most skipped strings are short member names and values: look at
-	// the first bytes one by one before paying for two IndexByte calls.
-	if buf := s.buf[:s.end]; s.pos+24 <= len(buf) {
-		for i, c := range buf[s.pos : s.pos+24] {
-			if c == '"' {
-				s.pos += i + 1
-				return nil
-			}
-			if c == '\\' {
-				break
-			}
+	// 8 bytes at a time for a quote or a backslash (swar.go) before
+	// paying for two IndexByte calls.
+	buf, pos := s.buf[:s.end], s.pos
+	for pos+8 <= len(buf) {
+		m := quoteOrBackslash(binary.LittleEndian.Uint64(buf[pos:]))
+		if m == 0 {
+			pos += 8
+			continue
 		}
+		pos += bits.TrailingZeros64(m) / 8
+		if buf[pos] == '"' {
+			s.pos = pos + 1
+			return nil
+		}
+		if pos+2 > len(buf) {
+			break
+		}
+		pos += 2 // a backslash and the byte it escapes
 	}
+	s.pos = pos
 	for {
 		rest := s.buf[s.pos:s.end]
 		q := bytes.IndexByte(rest, '"')
@@ -406,9 +414,42 @@ func (s *scanner) skipValue() error {
 // skipRest skips the remaining members of the object being read and its
 // closing brace.
 func (s *scanner) skipRest() error {
+	// Flow events and most args hold no nested object: find the end at
+	// once (swar.go).
+	if n := flatEnd(s.buf[s.pos:s.end]); n >= 0 {
+		s.pos += n
+		return nil
+	}
 	depth := 1
 	for {
 		buf, pos := s.buf[:s.end], s.pos
+		// 8 bytes at a time to the next quote, brace or bracket.
+		for pos+8 <= len(buf) {
+			m := structural(binary.LittleEndian.Uint64(buf[pos:]))
+			if m == 0 {
+				pos += 8
+				continue
+			}
+			pos += bits.TrailingZeros64(m) / 8
+			switch buf[pos] {
+			case '"':
+				s.pos = pos
+				if err := s.skipString(); err != nil {
+					return err
+				}
+				buf, pos = s.buf[:s.end], s.pos
+				continue
+			case '{', '[':
+				depth++
+			default: // '}', ']'
+				depth--
+				if depth == 0 {
+					s.pos = pos + 1
+					return nil
+				}
+			}
+			pos++
+		}
 		for pos < len(buf) {
 			switch buf[pos] {
 			case '"':
@@ -690,4 +731,84 @@ func unsafeString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// readKeyText is readKey that also leaves the member's name, unescaped, in
+// *scratch, for hooks that look at names the keySet does not list.
+func (s *scanner) readKeyText(scratch *[]byte, ks *keySet) (int, error) {
+	var err error
+	*scratch, err = s.readString((*scratch)[:0])
+	if err != nil {
+		return -1, err
+	}
+	return ks.lookup(*scratch), s.expect(':')
+}
+
+// nextMember consumes the separator after an object member and, when the
+// object goes on, the next member's name and colon: it returns the name's
+// index in ks (-1 when not listed) and true, or false when the object has
+// just been closed. The common case, a comma, white space and a name of up
+// to 7 bytes, is matched in one step, the name as one 8-byte word
+// (packedKey).
+func (s *scanner) nextMember(scratch *[]byte, ks *keySet) (int, bool, error) {
+	if p := s.pos; p < s.end && s.buf[p] == ',' {
+		if k, ok := s.packedKey(p+1, ks); ok {
+			return k, true, nil
+		}
+	}
+	more, err := s.comma('}')
+	if !more || err != nil {
+		return -1, more, err
+	}
+	k, err := s.readKey(scratch, ks)
+	return k, true, err
+}
+
+// firstMember is nextMember for the opening brace and the first member.
+func (s *scanner) firstMember(scratch *[]byte, ks *keySet) (int, bool, error) {
+	if p := s.pos; p < s.end && s.buf[p] == '{' {
+		if k, ok := s.packedKey(p+1, ks); ok {
+			return k, true, nil
+		}
+	}
+	more, err := s.openObject()
+	if !more || err != nil {
+		return -1, more, err
+	}
+	k, err := s.readKey(scratch, ks)
+	return k, true, err
+}
+
+// packedKey matches, from q, a little white space (as peek skips it) and a
+// member name of up to 7 bytes without escapes, its closing quote and the
+// colon, within the buffer; then it moves past them and returns the
+// name's index in ks (-1 when not listed).
+func (s *scanner) packedKey(q int, ks *keySet) (int, bool) {
+	buf := s.buf[:s.end]
+	for lim := min(q+32, len(buf)); q < lim && buf[q] <= ' '; q++ {
+	}
+	if q+10 > len(buf) || buf[q] != '"' {
+		return -1, false
+	}
+	w := binary.LittleEndian.Uint64(buf[q+1:])
+	k := quoteIndex(w)
+	if k < 0 || buf[q+k+2] != ':' {
+		return -1, false
+	}
+	v := w & (1<<(8*k) - 1)
+	if v&backslashMask(w, k) != 0 {
+		return -1, false
+	}
+	s.pos = q + k + 3
+	return ks.lookupPacked(v, k), true
+}
+
+// nextMemberText is nextMember with readKeyText.
+func (s *scanner) nextMemberText(scratch *[]byte, ks *keySet) (int, bool, error) {
+	more, err := s.comma('}')
+	if !more || err != nil {
+		return -1, more, err
+	}
+	k, err := s.readKeyText(scratch, ks)
+	return k, true, err
 }
