@@ -60,7 +60,8 @@ def install():
     # off. torch 1.13's CPU build has no Kineto: its memory comes from the
     # step hook's samples (GPUGATE_STEP_SAMPLES).
     major = int(torch.__version__.split(".")[0])
-    extra["profile_memory"] = os.environ.get("GPUGATE_PROFILE_MEMORY", "1" if major >= 2 else "0") == "1"
+    mem = os.environ.get("GPUGATE_PROFILE_MEMORY", "1" if major >= 2 else "0") == "1"
+    extra["profile_memory"] = mem
     prof = profile(activities=acts, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                    on_trace_ready=ready, **extra)
     prof.start()
