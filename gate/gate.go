@@ -439,6 +439,13 @@ func samples(runs []Run, m analysis.Metric, warnings *[]string) [][]float64 {
 			out = append(out, nil)
 			continue
 		}
+		if len(per) < len(run) && m.Optional() {
+			// Memory of some ranks only: the run's largest peak is not
+			// known, and the maximum of the others would pass for it.
+			*warnings = append(*warnings, fmt.Sprintf("%s: %d of the %d ranks of a run have no values (%s among them): the run leaves it out", m.Name, len(run)-len(per), len(run), firstWithout(run, m)))
+			out = append(out, nil)
+			continue
+		}
 		found = true
 		n := len(per[0])
 		for _, s := range per {
@@ -461,6 +468,16 @@ func samples(runs []Run, m analysis.Metric, warnings *[]string) [][]float64 {
 		return nil
 	}
 	return out
+}
+
+// firstWithout is the path of the first rank of run without m.
+func firstWithout(run Run, m analysis.Metric) string {
+	for _, r := range run {
+		if r.Samples(m) == nil {
+			return r.Profile.Path
+		}
+	}
+	return ""
 }
 
 // noise says which unit the tests used and the run-to-run spread seen.
