@@ -171,7 +171,9 @@ func sideValue(runs []Run, series string) *float64 {
 			sum += analysis.Summarize(xs).Median
 			n++
 		}
-		if n == 0 {
+		if n == 0 || (n < len(run) && series != "mfu") {
+			// Totals over ranks: a run with a rank that lacks the series
+			// has none (the others' sum is not the run's).
 			continue
 		}
 		if series == "mfu" {

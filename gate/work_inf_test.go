@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,27 @@ func TestCompareWorkPerSampleNotFinite(t *testing.T) {
 	rep := Compare([]Run{b}, []Run{c}, Options{})
 	if _, err := json.Marshal(rep); err != nil {
 		t.Fatalf("json.Marshal(report): %v", err)
+	}
+}
+
+// TestCompareWorkRankMissing: FLOPs and rates add up over the ranks of a
+// run; a run in which one rank has none has no total, rather than the
+// other ranks' sum passing for it (half the FLOPs per sample, and a false
+// "fewer FLOPs, not faster FLOPs").
+func TestCompareWorkRankMissing(t *testing.T) {
+	base := Run{workRun(10, 100, 3e11)[0], workRun(10, 100, 3e11)[0]}
+	half := workRun(10, 90, 3e11)[0]
+	bare := workRun(10, 90, 3e11)[0]
+	bare.Work = nil
+	rep := Compare([]Run{base}, []Run{{half, bare}}, Options{})
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "fewer FLOPs") {
+			t.Errorf("warning %q from a rank without FLOPs", w)
+		}
+	}
+	for _, r := range rep.Work.Rows {
+		if r.Name == "flops_per_step" && r.Candidate != nil {
+			t.Errorf("candidate flops_per_step %v from one of two ranks", *r.Candidate)
+		}
 	}
 }
