@@ -48,7 +48,7 @@ func hostileReport(name string) (*gate.Report, CommentInfo) {
 		Verdict:   stats.Regression,
 		Baseline:  gate.Side{Runs: 1, Steps: 10, Paths: []string{"/runs/" + name + ".json"}},
 		Candidate: gate.Side{Runs: 1, Steps: 10, Paths: []string{name}},
-		Noise:     "one run on each side",
+		Noise:     "one run on each side " + name,
 		Metrics: []stats.Result{{Name: "step_time", Unit: "ms", Gate: true, Verdict: stats.Regression, Significant: true, DeltaPct: 12,
 			Baseline: stats.Summary{Median: 10, N: 10}, Candidate: stats.Summary{Median: 11.2, N: 10}}},
 		Kernels: gate.KernelDiff{Added: []gate.KernelChange{{Name: name, CandidateCount: 1}}, Changed: []gate.KernelChange{{Name: name + name, BaselineCount: 1, CandidateCount: 2}}},
