@@ -180,7 +180,9 @@ func (r *Result) work(w Work) *WorkResult {
 		// (with_flops: mm, addmm, bmm, baddbmm, conv2d), else its shapes
 		// give it (linear, convolution_backward, and everything on torch
 		// 2.6's CPU profiler); both follow the same formulas.
-		if math.IsNaN(op.FLOPs) {
+		// NaN: unknown; ±Inf: a flops arg or shapes beyond float64 (a
+		// hostile trace), as unknown: +Inf would fail encoding/json.
+		if math.IsNaN(op.FLOPs) || math.IsInf(op.FLOPs, 0) {
 			wr.Uncounted++
 			missing[i]++
 			continue
@@ -239,11 +241,15 @@ func (r *Result) work(w Work) *WorkResult {
 		// a sum without it would pass a lower bound off as the count (the
 		// 2021 ResNet-50 traces record shapes but no strides, so only
 		// their fully connected layer could be counted).
-		if counted[i] > 0 && missing[i] == 0 {
+		// A sum or rate beyond float64 (finite counts of a hostile
+		// trace) is unknown too, never +Inf.
+		if counted[i] > 0 && missing[i] == 0 && !math.IsInf(perStep[i], 0) {
 			sw.FLOPs = ptr(perStep[i])
-			sw.TFLOPS = ptr(perStep[i] / sec / 1e12)
-			if wr.PeakTFLOPS != nil {
-				sw.MFU = ptr(*sw.TFLOPS / *wr.PeakTFLOPS)
+			if tf := perStep[i] / sec / 1e12; !math.IsInf(tf, 0) {
+				sw.TFLOPS = ptr(tf)
+				if wr.PeakTFLOPS != nil {
+					sw.MFU = ptr(tf / *wr.PeakTFLOPS)
+				}
 			}
 		}
 	}

@@ -79,7 +79,7 @@ type Run struct {
 // file that cannot be written is an error and is left untouched.
 func Open(ctx context.Context, target string) (*Store, error) {
 	if IsURL(target) {
-		return openPostgres(ctx, target, false)
+		return openPostgres(ctx, target, false, false)
 	}
 	return openSQLite(ctx, target, false, false)
 }
@@ -89,7 +89,7 @@ func Open(ctx context.Context, target string) (*Store, error) {
 // reports it) and serves every read.
 func OpenExisting(ctx context.Context, target string) (*Store, error) {
 	if IsURL(target) {
-		return openPostgres(ctx, target, true)
+		return openPostgres(ctx, target, true, false)
 	}
 	return openSQLite(ctx, target, true, false)
 }
@@ -100,7 +100,7 @@ func OpenExisting(ctx context.Context, target string) (*Store, error) {
 // request's) gate against the store this way.
 func OpenReadOnly(ctx context.Context, target string) (*Store, error) {
 	if IsURL(target) {
-		s, err := openPostgres(ctx, target, true)
+		s, err := openPostgres(ctx, target, true, true)
 		if err == nil {
 			s.readOnly = true
 		}

@@ -140,7 +140,9 @@ func oneLine(s string) string {
 // PGPASSWORD, ~/.pgpass and the other PG* variables work as with psql)
 // and brings gpugate's schema up to date under an advisory lock, so that
 // two runners migrating at once are safe.
-func openPostgres(ctx context.Context, target string, readOK bool) (*Store, error) {
+// With forceRO (OpenReadOnly) it never writes: a schema that needs
+// upgrading is an error, as for a read-only SQLite file.
+func openPostgres(ctx context.Context, target string, readOK, forceRO bool) (*Store, error) {
 	name := Mask(target)
 	cfg, err := pgx.ParseConfig(target)
 	if err != nil {
@@ -174,6 +176,9 @@ func openPostgres(ctx context.Context, target string, readOK bool) (*Store, erro
 	case v > len(pgMigrations):
 		db.Close()
 		return fail(fmt.Errorf("schema version %d is newer than this gpugate knows (%d): upgrade gpugate", v, len(pgMigrations)))
+	case v < len(pgMigrations) && forceRO:
+		db.Close()
+		return fail(fmt.Errorf("the store was opened read-only and its schema (version %d) needs upgrading to %d; open it writable once", max(v, 0), len(pgMigrations)))
 	case v == len(pgMigrations):
 		// A role that may only read serves reads, as a read-only SQLite
 		// file does.

@@ -362,7 +362,7 @@ func PoolConditions(cs []*Conditions) *Conditions {
 			n := len(a.sm)
 			m := a.sm[n/2]
 			if n%2 == 0 {
-				m = (a.sm[n/2-1] + a.sm[n/2]) / 2
+				m = a.sm[n/2-1]/2 + a.sm[n/2]/2 // (a+b)/2 overflows for huge a, b
 			}
 			out.GPUs[i].SMClockMedianMHz = &m
 		}

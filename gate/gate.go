@@ -265,6 +265,14 @@ func Compare(base, cand []Run, opt Options) *Report {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not measured in the %s runs (recorded before gpugate measured memory, or without allocator events or step samples): not compared", m.Name, side))
 			continue
 		}
+		if (m.Name == "peak_memory" || m.Name == "peak_reserved") && memMeasure(base) != memMeasure(cand) {
+			// One side's peak is the process's resident memory, the
+			// other's an allocator's level: different quantities (a CPU
+			// job's RSS is many times its allocator's), not a change of
+			// the code.
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the baseline's is %s, the candidate's %s, different quantities: not compared (torch.profiler profile_memory on both sides, or on neither)", m.Name, memMeasure(base), memMeasure(cand)))
+			continue
+		}
 		allow, minAbs := DefaultAllowance(m)
 		if a, ok := opt.Allowances[m.Name]; ok {
 			allow = a
@@ -296,11 +304,24 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if rep.Baseline.Steps > 0 && rep.Candidate.Steps > 0 && hasGPU(base) != hasGPU(cand) {
 		rep.Warnings = append(rep.Warnings, "one side has GPU activity and the other has none: the runs were not made under the same conditions")
 	}
-	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c {
+	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c && memMeasure(base) == memMeasure(cand) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("peak memory is measured differently on the two sides (baseline: %s, candidate: %s): compare like with like (torch.profiler profile_memory on both, or neither)", b, c))
 	}
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
+}
+
+// memMeasure is what a side's peak_memory measures: "resident memory"
+// (the step hook's RSS) or "an allocator's level" (the trace's totals,
+// torch.cuda's peaks); "" when it has none.
+func memMeasure(runs []Run) string {
+	switch memSource(runs) {
+	case analysis.MemFromHookRSS:
+		return "resident memory"
+	case analysis.MemFromTrace, analysis.MemFromHookCUDA:
+		return "an allocator's level"
+	}
+	return ""
 }
 
 // memSource is the source of the first step's memory numbers of the
@@ -439,6 +460,13 @@ func samples(runs []Run, m analysis.Metric, warnings *[]string) [][]float64 {
 			out = append(out, nil)
 			continue
 		}
+		if len(per) < len(run) && m.Optional() {
+			// Memory of some ranks only: the run's largest peak is not
+			// known, and the maximum of the others would pass for it.
+			*warnings = append(*warnings, fmt.Sprintf("%s: %d of the %d ranks of a run have no values (%s among them): the run leaves it out", m.Name, len(run)-len(per), len(run), firstWithout(run, m)))
+			out = append(out, nil)
+			continue
+		}
 		found = true
 		n := len(per[0])
 		for _, s := range per {
@@ -461,6 +489,16 @@ func samples(runs []Run, m analysis.Metric, warnings *[]string) [][]float64 {
 		return nil
 	}
 	return out
+}
+
+// firstWithout is the path of the first rank of run without m.
+func firstWithout(run Run, m analysis.Metric) string {
+	for _, r := range run {
+		if r.Samples(m) == nil {
+			return r.Profile.Path
+		}
+	}
+	return ""
 }
 
 // noise says which unit the tests used and the run-to-run spread seen.

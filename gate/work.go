@@ -61,8 +61,7 @@ func (r *Report) compareWork(base, cand []Run) {
 		if f == nil {
 			return nil
 		}
-		if s > 0 {
-			v := *f / s
+		if v := *f / s; s > 0 && !math.IsInf(v, 0) {
 			return &v
 		}
 		return nil
@@ -84,8 +83,9 @@ func (r *Report) compareWork(base, cand []Run) {
 		}
 		row := WorkRow{Name: x.name, Unit: x.unit, Baseline: x.b, Candidate: x.c}
 		if x.b != nil && x.c != nil && *x.b != 0 {
-			d := 100 * (*x.c - *x.b) / *x.b
-			row.DeltaPct = &d
+			if d := 100 * (*x.c - *x.b) / *x.b; !math.IsInf(d, 0) && !math.IsNaN(d) {
+				row.DeltaPct = &d // beyond float64: no change to show, never +Inf
+			}
 		}
 		wc.Rows = append(wc.Rows, row)
 	}
@@ -171,7 +171,9 @@ func sideValue(runs []Run, series string) *float64 {
 			sum += analysis.Summarize(xs).Median
 			n++
 		}
-		if n == 0 {
+		if n == 0 || (n < len(run) && series != "mfu") {
+			// Totals over ranks: a run with a rank that lacks the series
+			// has none (the others' sum is not the run's).
 			continue
 		}
 		if series == "mfu" {
@@ -183,7 +185,7 @@ func sideValue(runs []Run, series string) *float64 {
 		return nil
 	}
 	v := analysis.Summarize(perRun).Median
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || math.IsInf(v, 0) { // a sum over ranks beyond float64
 		return nil
 	}
 	return &v

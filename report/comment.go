@@ -195,7 +195,7 @@ func SafeReport(r *gate.Report) *gate.Report {
 		c.Metrics[i] = m
 	}
 	c.Verdict = stats.Verdict(ident(string(r.Verdict)))
-	c.Noise = mdText(r.Noise)
+	// Noise is escaped by the renderer (text), as warnings are.
 	// Warnings, paths, kernel names and the accept label are escaped by
 	// the renderers themselves (report/compare.go); escaping them here too
 	// would show the escapes.

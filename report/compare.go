@@ -236,7 +236,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	}
 	writeDeepDiveMarkdown(w, r)
 	writeConditionsMarkdown(w, r.Conditions)
-	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), r.Noise)
+	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), text(r.Noise))
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
 	}
@@ -340,7 +340,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	}
 	writeDeepDiveText(w, r)
 	WriteConditionsText(w, r.Conditions)
-	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), r.Noise)
+	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), escape.Terminal(r.Noise))
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
 	}

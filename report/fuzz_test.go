@@ -48,7 +48,7 @@ func hostileReport(name string) (*gate.Report, CommentInfo) {
 		Verdict:   stats.Regression,
 		Baseline:  gate.Side{Runs: 1, Steps: 10, Paths: []string{"/runs/" + name + ".json"}},
 		Candidate: gate.Side{Runs: 1, Steps: 10, Paths: []string{name}},
-		Noise:     "one run on each side",
+		Noise:     "one run on each side " + name,
 		Metrics: []stats.Result{{Name: "step_time", Unit: "ms", Gate: true, Verdict: stats.Regression, Significant: true, DeltaPct: 12,
 			Baseline: stats.Summary{Median: 10, N: 10}, Candidate: stats.Summary{Median: 11.2, N: 10}}},
 		Kernels: gate.KernelDiff{Added: []gate.KernelChange{{Name: name, CandidateCount: 1}}, Changed: []gate.KernelChange{{Name: name + name, BaselineCount: 1, CandidateCount: 2}}},
@@ -68,6 +68,17 @@ func hostileReport(name string) (*gate.Report, CommentInfo) {
 				Head: &ncu.Launch{Name: name, Bound: name, OccupancyLimiters: []string{name, "registers"}, AchievedOccupancy: &thirty}, BaseFrom: name},
 			{Kernel: "void " + name + "<int>(float*)", Function: name, Note: "candidate: ncu run failed: " + name},
 		}},
+		// Throughput and FLOPs, and the run conditions: a report read
+		// back from JSON (the fork flow's artifact) can hold any row name,
+		// unit, GPU or process name.
+		Work: &gate.WorkComparison{Rows: []gate.WorkRow{{Name: name, Unit: name, Baseline: &twelve, Candidate: &sixty}},
+			MFUAbsent: []string{"baseline: no MFU: GPU model " + name}},
+		Conditions: &gate.RunConditions{
+			Baseline: []*gate.Conditions{{Sampled: true, GPUs: []gate.GPUConditions{{Index: 0, Name: name, Samples: 3, Busy: 3,
+				Others: []gate.ComputeProcess{{PID: 5, Name: name}}}}, Warnings: []string{name}}},
+			Candidate: []*gate.Conditions{{NotSampled: name}},
+			Void:      []string{name}, BaselineWorse: []string{name}, Voided: true,
+		},
 	}
 	return r, CommentInfo{Marker: "<!-- gpugate:demo -->", Workload: name, Baseline: "main@" + name + ", 1 run(s)", Fingerprint: "1× " + name}
 }

@@ -75,9 +75,18 @@ func workValue(v *float64, unit string) string {
 		return num(*v/1e9) + " GFLOP"
 	case "1/s":
 		return num(*v) + "/s"
+	case "TFLOP/s":
+		return num(*v) + " TFLOP/s"
 	}
-	return num(*v) + " " + unit
+	// Not a unit gate.WorkComparison gives: a report read back from JSON
+	// (the fork flow's artifact) can hold any; the number alone is shown.
+	return num(*v)
 }
+
+// workName is a row's name as gpugate writes it ("samples_per_s", ...):
+// anything else, from a report read back from JSON, is kept to the
+// characters of an identifier.
+func workName(s string) string { return cut(ident(s), maxCell) }
 
 func workDelta(d *float64) string {
 	if d == nil || math.IsNaN(*d) || math.IsInf(*d, 0) {
@@ -93,7 +102,7 @@ func writeWorkText(w io.Writer, wc *gate.WorkComparison) {
 	}
 	fmt.Fprintln(w, "\nthroughput and FLOPs (derived from step time and operator shapes; not gated):")
 	for _, r := range wc.Rows {
-		fmt.Fprintf(w, "  %-17s %16s → %-16s %s\n", r.Name, workValue(r.Baseline, r.Unit), workValue(r.Candidate, r.Unit), workDelta(r.DeltaPct))
+		fmt.Fprintf(w, "  %-17s %16s → %-16s %s\n", workName(r.Name), workValue(r.Baseline, r.Unit), workValue(r.Candidate, r.Unit), workDelta(r.DeltaPct))
 	}
 	for _, m := range wc.MFUAbsent {
 		fmt.Fprintf(w, "  %s\n", escape.Terminal(m))
@@ -107,7 +116,7 @@ func writeWorkMarkdown(w io.Writer, wc *gate.WorkComparison) {
 	}
 	fmt.Fprint(w, "\n| throughput and FLOPs (not gated) | baseline | candidate | Δ |\n|:--|--:|--:|--:|\n")
 	for _, r := range wc.Rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.Name, workValue(r.Baseline, r.Unit), workValue(r.Candidate, r.Unit), workDelta(r.DeltaPct))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", workName(r.Name), workValue(r.Baseline, r.Unit), workValue(r.Candidate, r.Unit), workDelta(r.DeltaPct))
 	}
 	if len(wc.MFUAbsent) > 0 {
 		var t []string

@@ -572,11 +572,11 @@ func median(v []float64) float64 {
 	if n%2 == 1 {
 		return v[n/2]
 	}
-	return (v[n/2-1] + v[n/2]) / 2
+	return v[n/2-1]/2 + v[n/2]/2 // not (a+b)/2, which overflows for huge a, b
 }
 
 func ptr(v float64) *float64 {
-	if math.IsNaN(v) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil
 	}
 	return &v

@@ -194,6 +194,10 @@ func convFLOPs(x, w, out []int64, transposed bool) float64 {
 	return 2 * f(x[0]) * prod(w) * prod(spatial[2:])
 }
 
+// maxConvArg bounds a convolution's stride, padding and dilation, and
+// maxConvSize its input's and kernel's spatial sizes, for convOut.
+const maxConvArg, maxConvSize = 1 << 20, 1 << 40
+
 // convOut is a forward convolution's output shape [N, Cout, spatial...].
 func convOut(x, w []int64, concrete []string, si, pi, di int) ([]int64, bool) {
 	n := len(x) - 2
@@ -215,7 +219,11 @@ func convOut(x, w []int64, concrete []string, si, pi, di int) ([]int64, bool) {
 		}
 	}
 	for i := 0; i < n; i++ {
-		if stride[i] <= 0 {
+		// PyTorch's ranges (stride and dilation >= 1, padding >= 0), and
+		// bounds far above any real convolution's that keep the int64
+		// arithmetic below from overflowing.
+		if stride[i] < 1 || stride[i] > maxConvArg || dil[i] < 1 || dil[i] > maxConvArg || pad[i] < 0 || pad[i] > maxConvArg ||
+			x[2+i] > maxConvSize || w[2+i] > maxConvSize {
 			return nil, false
 		}
 		o := (x[2+i]+2*pad[i]-dil[i]*(w[2+i]-1)-1)/stride[i] + 1

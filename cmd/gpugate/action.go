@@ -781,12 +781,7 @@ func commentMode(ctx context.Context, gha *action.IO, log io.Writer, getenv func
 	// Re-derive the verdict from the metrics rather than believe the
 	// artifact, and take acceptance from the pull request's labels.
 	rep := r.Report
-	rep.Accepted = nil
-	if len(rep.Metrics) > 0 {
-		rep.Verdict = stats.Overall(rep.Metrics)
-	} else if rep.Verdict != stats.NoBaseline && rep.Verdict != stats.Inconclusive {
-		rep.Verdict = stats.NoBaseline
-	}
+	rederive(rep)
 	if slices.Contains(pr.Labels, in.acceptLabel) {
 		gate.Accept(rep, in.acceptLabel)
 	}
@@ -820,6 +815,25 @@ var findingRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)
 
 // checkReport refuses a report that no gpugate wrote: metrics gpugate does
 // not compute, verdicts it does not give, finding ids it does not have.
+// rederive sets an artifact's verdict from its metrics rather than
+// believe it, and then voids it by the run conditions the report carries,
+// with gpugate's own margins, as the run did (gate.ApplyConditions): a
+// regression on a throttled GPU stays inconclusive, and a pass against a
+// baseline that ran under worse conditions does not turn into a pass.
+func rederive(rep *gate.Report) {
+	rep.Accepted = nil
+	if len(rep.Metrics) > 0 {
+		rep.Verdict = stats.Overall(rep.Metrics)
+	} else if rep.Verdict != stats.NoBaseline && rep.Verdict != stats.Inconclusive {
+		rep.Verdict = stats.NoBaseline
+	}
+	if rc := rep.Conditions; rc != nil {
+		// ApplyConditions states its reasons again.
+		rep.Warnings = slices.DeleteFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "run conditions void the ") })
+		gate.ApplyConditions(rep, rc.Baseline, rc.Candidate, gate.DefaultConditionMargins, "not recorded")
+	}
+}
+
 func checkReport(r *gate.Report) error {
 	verdicts := []stats.Verdict{stats.Pass, stats.Regression, stats.Improvement, stats.Inconclusive, stats.NoBaseline, stats.Accepted}
 	if !slices.Contains(verdicts, r.Verdict) {

@@ -90,7 +90,8 @@ func (p *parser) instant() error {
 	m := &p.mem
 	devType, devID, bytes, alloc, reserved := a.v[0], a.v[1], a.v[2], a.v[3], a.v[4]
 	has := a.has
-	if !e.hasTs || e.ts < -maxTime || e.ts > maxTime || (!has[2] && !has[3]) {
+	// Totals are the allocator's levels: never negative.
+	if !e.hasTs || e.ts < -maxTime || e.ts > maxTime || (!has[2] && !has[3]) || (has[3] && alloc < 0) || (has[4] && reserved < 0) {
 		m.bad++
 		return nil
 	}
@@ -174,7 +175,7 @@ func (p *parser) mergeMemory(o *parser) {
 func (p *parser) finishMemory() {
 	pr, m := p.p, &p.mem
 	if m.bad > 0 {
-		pr.Warnf("%d [memory] events dropped: no ts, or neither Bytes nor Total Allocated", m.bad)
+		pr.Warnf("%d [memory] events dropped: no ts, neither Bytes nor Total Allocated, or a negative total", m.bad)
 	}
 	if m.other > 0 {
 		pr.Warnf("%d [memory] events of a device type other than CPU (0) and CUDA (1) not used", m.other)

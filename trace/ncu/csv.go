@@ -320,6 +320,10 @@ func (p *parser) set(l *Launch, spec metricSpec, text, unit, metric, name string
 	if !ok {
 		return
 	}
+	if math.IsInf(v, 0) || math.Abs(v) >= 1<<62 && spec.kind != kindFloat {
+		p.warnf("%s:line %d: launch %d: %s value %q %s is out of range", name, line, l.ID, metric, text, unit)
+		return
+	}
 	switch spec.kind {
 	case kindFloat:
 		dst := spec.float(l)
