@@ -153,8 +153,6 @@ type parser struct {
 	copyInfo map[trace.Name]copyInfo
 	mem      memState // [memory] instant events (memory.go)
 
-	ext ext // state of the extensions (hooks.go)
-
 	sawEvents     bool
 	legacy, noCat int
 	cpuFunctions  int
@@ -267,7 +265,6 @@ func (p *parser) events() error {
 			return err
 		}
 		p.add()
-		p.eventDone()
 	}
 	return err
 }
@@ -302,7 +299,7 @@ func (p *parser) event() error {
 			if err == nil && (e.ph == 'i' || e.ph == 'I') {
 				return p.instant() // allocator events (memory.go)
 			}
-			if err == nil && e.ph != 'X' && !wantPhase(e.ph) {
+			if err == nil && e.ph != 'X' {
 				// Flows, counters and metadata are not kept: skip the rest
 				// of the object without reading its members.
 				return s.skipRest()
@@ -325,8 +322,7 @@ func (p *parser) event() error {
 				err = p.memArgsBeforePh() // memory.go
 				break
 			}
-			hook := p.argsHook()
-			if len(e.cat) > 0 && (e.kind < catKernel || e.kind > catAPI) && hook == nil {
+			if len(e.cat) > 0 && (e.kind < catKernel || e.kind > catAPI) {
 				if k := trace.FLOPKindOf(unsafeString(e.name)); k != trace.FLOPNone {
 					err = p.flopArgs(k) // shapes.go
 					break
@@ -334,7 +330,7 @@ func (p *parser) event() error {
 				err = s.skipValue() // cpu_op args are large and unused
 				break
 			}
-			err = p.args(hook)
+			err = p.args()
 		default:
 			err = s.skipValue()
 		}
@@ -346,8 +342,8 @@ func (p *parser) event() error {
 }
 
 // args reads the members of an event's args object that the profile
-// keeps; hook, when not nil, reads the others (hooks.go).
-func (p *parser) args(hook argFunc) error {
+// keeps.
+func (p *parser) args() error {
 	s, e := p.s, &p.ev
 	c, err := s.peek()
 	if err != nil {
@@ -360,23 +356,8 @@ func (p *parser) args(hook argFunc) error {
 	if !more || err != nil {
 		return err
 	}
-	next := func() (int, bool, error) { return s.nextMember(&p.key, argKeys) }
-	if hook != nil {
-		next = func() (int, bool, error) { return s.nextMemberText(&p.key, argKeys) }
-	}
-	var k int
-	if hook == nil {
-		k, err = s.readKey(&p.key, argKeys)
-	} else {
-		k, err = s.readKeyText(&p.key, argKeys)
-	}
-	for ; more && err == nil; k, more, err = next() {
-		if k < 0 && hook != nil {
-			if err = hook(p, p.key); err != nil {
-				return err
-			}
-			continue
-		}
+	k, err := s.readKey(&p.key, argKeys)
+	for ; more && err == nil; k, more, err = s.nextMember(&p.key, argKeys) {
 		var dst *int64
 		var flag *bool
 		switch k {
@@ -810,7 +791,6 @@ func (p *parser) finish() {
 	runtime.GC()
 	pr.FLOPOps = p.sh.ops
 	p.finishMemory()
-	p.finishExt()
 	if p.badTs > 0 {
 		pr.Warnf("%d complete events dropped: ts missing, not a number or beyond ±2^62 ns", p.badTs)
 	}

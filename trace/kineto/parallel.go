@@ -131,7 +131,6 @@ func (p *parser) run(stop int64) (bool, error) {
 			return false, err
 		}
 		p.add()
-		p.eventDone()
 		more, err := s.comma(']')
 		if err != nil || !more {
 			return false, err
@@ -230,7 +229,6 @@ func (p *parser) merge(o *parser) error {
 	p.badEnd += o.badEnd
 	p.badDur += o.badDur
 	p.nEvents += o.nEvents
-	p.mergeExt(o)
 	if p.nEvents > p.lim.MaxEvents {
 		return &errLimit{name: limitEvents, what: "number of trace events", limit: int64(p.lim.MaxEvents)}
 	}

@@ -733,17 +733,6 @@ func unsafeString(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// readKeyText is readKey that also leaves the member's name, unescaped, in
-// *scratch, for hooks that look at names the keySet does not list.
-func (s *scanner) readKeyText(scratch *[]byte, ks *keySet) (int, error) {
-	var err error
-	*scratch, err = s.readString((*scratch)[:0])
-	if err != nil {
-		return -1, err
-	}
-	return ks.lookup(*scratch), s.expect(':')
-}
-
 // nextMember consumes the separator after an object member and, when the
 // object goes on, the next member's name and colon: it returns the name's
 // index in ks (-1 when not listed) and true, or false when the object has
@@ -801,14 +790,4 @@ func (s *scanner) packedKey(q int, ks *keySet) (int, bool) {
 	}
 	s.pos = q + k + 3
 	return ks.lookupPacked(v, k), true
-}
-
-// nextMemberText is nextMember with readKeyText.
-func (s *scanner) nextMemberText(scratch *[]byte, ks *keySet) (int, bool, error) {
-	more, err := s.comma('}')
-	if !more || err != nil {
-		return -1, more, err
-	}
-	k, err := s.readKeyText(scratch, ks)
-	return k, true, err
 }
