@@ -187,9 +187,21 @@ func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) 
 				why = append(why, fmt.Sprintf("%s %s of samples (%s %s)", r.label, pct(share), other, pct(bs)))
 				continue
 			}
-			if share >= m.Throttle {
-				why = append(why, fmt.Sprintf("%s %s of samples", r.label, pct(share)))
+			if share < m.Throttle {
+				continue
 			}
+			if lowerClockOnly && b != nil {
+				// The baseline's throttling voids a pass only where it
+				// exceeds the candidate's by the margin: a machine that
+				// throttles alike on every run compares like with like.
+				bs := b.ReasonShare[r.key]
+				if share-bs < m.Throttle {
+					continue
+				}
+				why = append(why, fmt.Sprintf("%s %s of samples (candidate %s)", r.label, pct(share), pct(bs)))
+				continue
+			}
+			why = append(why, fmt.Sprintf("%s %s of samples", r.label, pct(share)))
 		}
 		if len(g.Others) > 0 {
 			procs := make([]string, 0, len(g.Others))

@@ -110,6 +110,13 @@ func TestApplyConditions(t *testing.T) {
 		{"unsampled candidate voids nothing", stats.Regression, []*Conditions{run(1410, calm)}, []*Conditions{nil}, stats.Regression, false},
 		{"throttled baseline, pass", stats.Pass, []*Conditions{run(1095, hot)}, []*Conditions{run(1410, calm)}, stats.Inconclusive, true},
 		{"throttled baseline, improvement", stats.Improvement, []*Conditions{run(1095, hot)}, []*Conditions{run(1410, calm)}, stats.Inconclusive, true},
+		// A machine that throttles as much on every run compares like with
+		// like: its passes stay passes (else it could never pass).
+		{"baseline and candidate throttled alike, pass", stats.Pass, []*Conditions{run(1410, hot)}, []*Conditions{run(1410, hot)}, stats.Pass, false},
+		{"baseline throttled within the margin of the candidate, pass", stats.Pass,
+			[]*Conditions{run(1410, map[string]float64{"hw_slowdown": 0.45})}, []*Conditions{run(1410, map[string]float64{"hw_slowdown": 0.36})}, stats.Pass, false},
+		{"baseline throttled far more than the candidate, pass", stats.Pass,
+			[]*Conditions{run(1410, map[string]float64{"hw_slowdown": 0.5})}, []*Conditions{run(1410, map[string]float64{"hw_slowdown": 0.1})}, stats.Inconclusive, true},
 		{"throttled baseline, regression stays", stats.Regression, []*Conditions{run(1410, hot)}, []*Conditions{run(1410, calm)}, stats.Regression, false},
 		{"one of three baseline runs throttled is pooled away", stats.Pass,
 			[]*Conditions{run(1410, calm), run(1410, calm), run(1410, map[string]float64{"hw_slowdown": 0.2})}, []*Conditions{run(1410, calm)}, stats.Pass, false},
