@@ -2,8 +2,10 @@ package baseline
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -55,16 +57,8 @@ func (s *Store) RecordNCU(ctx context.Context, runID int64, ks []NCUKernel) erro
 		return s.wrap("record ncu results in", errReadOnly)
 	}
 	for _, k := range ks {
-		if len(k.Launch) > maxNCULaunch {
-			return s.wrap("record ncu results in", fmt.Errorf("kernel %d of run %d: launch is %d bytes, over the %d limit", k.Rank, runID, len(k.Launch), maxNCULaunch))
-		}
-		if !json.Valid(k.Launch) {
-			return s.wrap("record ncu results in", fmt.Errorf("kernel %d of run %d: launch is not JSON", k.Rank, runID))
-		}
-		for _, v := range []string{k.Kernel, k.Function, k.Writer} {
-			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-				return s.wrap("record ncu results in", fmt.Errorf("kernel %d of run %d: a name is not valid UTF-8 text", k.Rank, runID))
-			}
+		if err := k.check(); err != nil {
+			return s.wrap("record ncu results in", fmt.Errorf("run %d: %v", runID, err))
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -72,12 +66,84 @@ func (s *Store) RecordNCU(ctx context.Context, runID int64, ks []NCUKernel) erro
 		return s.wrap("record ncu results in", err)
 	}
 	defer tx.Rollback()
-	for _, k := range ks {
-		if _, err := s.exec(ctx, tx, `INSERT INTO ncu_kernels VALUES (?, ?, ?, ?, ?, ?)`, runID, k.Rank, k.Kernel, k.Function, k.Writer, string(compact(k.Launch))); err != nil {
-			return s.wrap("record ncu results in", err)
-		}
+	if err := s.insertNCU(ctx, tx, runID, ks); err != nil {
+		return s.wrap("record ncu results in", err)
 	}
 	return s.wrap("record ncu results in", tx.Commit())
+}
+
+// check refuses a kernel the store must not hold: an oversized or non-JSON
+// launch, names that are not text.
+func (k *NCUKernel) check() error {
+	if len(k.Launch) > maxNCULaunch {
+		return fmt.Errorf("kernel %d: launch is %d bytes, over the %d limit", k.Rank, len(k.Launch), maxNCULaunch)
+	}
+	if !json.Valid(k.Launch) {
+		return fmt.Errorf("kernel %d: launch is not JSON", k.Rank)
+	}
+	for _, v := range []string{k.Kernel, k.Function, k.Writer} {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("kernel %d: a name is not valid UTF-8 text", k.Rank)
+		}
+	}
+	return nil
+}
+
+// insertNCU adds checked kernels of run runID within tx.
+func (s *Store) insertNCU(ctx context.Context, tx *sql.Tx, runID int64, ks []NCUKernel) error {
+	for _, k := range ks {
+		if _, err := s.exec(ctx, tx, `INSERT INTO ncu_kernels VALUES (?, ?, ?, ?, ?, ?)`, runID, k.Rank, k.Kernel, k.Function, k.Writer, string(compact(k.Launch))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExportedNCUKernel is one deep-dive kernel of an exported run.
+type ExportedNCUKernel struct {
+	Rank     int             `json:"rank"`
+	Kernel   string          `json:"kernel"`
+	Function string          `json:"function_name"`
+	Writer   string          `json:"ncu_version"`
+	Launch   json.RawMessage `json:"launch"`
+}
+
+// exportNCU returns the deep-dive kernels of the given runs by run id.
+func (s *Store) exportNCU(ctx context.Context, runIDs []int64) (map[int64][]ExportedNCUKernel, error) {
+	ks, err := s.NCUKernels(ctx, runIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64][]ExportedNCUKernel{}
+	for _, k := range ks {
+		out[k.RunID] = append(out[k.RunID], ExportedNCUKernel{k.Rank, k.Kernel, k.Function, k.Writer, json.RawMessage(k.Launch)})
+	}
+	for _, l := range out {
+		slices.SortFunc(l, func(a, b ExportedNCUKernel) int { return a.Rank - b.Rank })
+	}
+	return out, nil
+}
+
+// importedNCU checks the kernels of an exported run and returns them as
+// the store keeps them.
+func importedNCU(xs []ExportedNCUKernel) ([]NCUKernel, error) {
+	ks := make([]NCUKernel, len(xs))
+	seen := map[int]bool{}
+	for i, x := range xs {
+		if x.Rank < 1 || seen[x.Rank] {
+			return nil, fmt.Errorf("ncu_kernels: rank %d is not a new rank from 1", x.Rank)
+		}
+		seen[x.Rank] = true
+		var launch map[string]any
+		if err := json.Unmarshal(x.Launch, &launch); err != nil || launch == nil {
+			return nil, fmt.Errorf("ncu_kernels: kernel %d: launch is not a JSON object", x.Rank)
+		}
+		ks[i] = NCUKernel{Rank: x.Rank, Kernel: x.Kernel, Function: x.Function, Writer: x.Writer, Launch: x.Launch}
+		if err := ks[i].check(); err != nil {
+			return nil, fmt.Errorf("ncu_kernels: %v", err)
+		}
+	}
+	return ks, nil
 }
 
 // NCUKernels returns the deep-dive kernels stored with the given runs,

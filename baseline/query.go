@@ -83,6 +83,8 @@ type ExportedRun struct {
 	// Conditions are the run conditions (JSON object), absent for runs
 	// recorded without.
 	Conditions json.RawMessage `json:"conditions,omitempty"`
+	// NCU is the run's Nsight Compute deep-dive, absent when it has none.
+	NCU []ExportedNCUKernel `json:"ncu_kernels,omitempty"`
 }
 
 // Export returns every run of the store.
@@ -91,10 +93,18 @@ func (s *Store) Export(ctx context.Context) (*Export, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	ncu, err := s.exportNCU(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	e := &Export{Format: 1, Runs: []ExportedRun{}}
 	for _, r := range runs {
 		e.Runs = append(e.Runs, ExportedRun{r.ID, r.Workload, r.Branch, r.Commit, r.Created.Unix(), r.Kind, r.Profiler,
-			r.FingerprintHash, json.RawMessage(r.Fingerprint), r.Version, json.RawMessage(r.Analysis), json.RawMessage(r.Conditions)})
+			r.FingerprintHash, json.RawMessage(r.Fingerprint), r.Version, json.RawMessage(r.Analysis), json.RawMessage(r.Conditions), ncu[r.ID]})
 	}
 	return e, nil
 }
@@ -150,7 +160,8 @@ func (x *ExportedRun) validate(now time.Time) error {
 	if _, err := derive(x.Analysis); err != nil {
 		return err
 	}
-	return nil
+	_, err := importedNCU(x.NCU)
+	return err
 }
 
 // Import adds the runs of an export in one transaction, all or nothing:
@@ -200,6 +211,10 @@ func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 		id, err := s.insert(ctx, tx, r, d)
 		if err != nil {
 			return 0, s.wrap("import into", fmt.Errorf("run %d: %w; nothing imported", x.ID, err))
+		}
+		ks, _ := importedNCU(x.NCU) // validated
+		if err := s.insertNCU(ctx, tx, id, ks); err != nil {
+			return 0, s.wrap("import into", fmt.Errorf("run %d: ncu_kernels: %w; nothing imported", x.ID, err))
 		}
 		maxID = max(maxID, id)
 		added++
