@@ -716,20 +716,7 @@ func (p *parser) deviceProperties() error {
 }
 
 func (p *parser) distributedInfo() error {
-	s := p.s
-	c, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if c != '{' {
-		return s.skipValue()
-	}
-	more, err := s.openObject()
-	for ; more && err == nil; more, err = s.comma('}') {
-		k, err := s.readKey(&p.key, distKeys)
-		if err != nil {
-			return err
-		}
+	return p.object(distKeys, func(k int) (err error) {
 		switch k {
 		case 0: // rank
 			var n int64
@@ -740,9 +727,31 @@ func (p *parser) distributedInfo() error {
 			n, err = p.intValue()
 			p.p.WorldSize = int(n)
 		default:
-			err = s.skipValue()
+			err = p.s.skipValue()
 		}
+		return err
+	})
+}
+
+// object reads a JSON object member by member: member gets each member
+// name's index in ks (-1 when not listed), with the scanner at the value,
+// which it must consume. A value that is not an object is skipped.
+func (p *parser) object(ks *keySet, member func(k int) error) error {
+	s := p.s
+	c, err := s.peek()
+	if err != nil {
+		return err
+	}
+	if c != '{' {
+		return s.skipValue()
+	}
+	more, err := s.openObject()
+	for ; more && err == nil; more, err = s.comma('}') {
+		k, err := s.readKey(&p.key, ks)
 		if err != nil {
+			return err
+		}
+		if err := member(k); err != nil {
 			return err
 		}
 	}

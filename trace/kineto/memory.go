@@ -125,34 +125,16 @@ func (p *parser) instant() error {
 // memArgs reads the args object of a [memory] event.
 func (p *parser) memArgs(a *memArgs) error {
 	s := p.s
-	c, err := s.peek()
-	if err != nil {
-		return err
-	}
-	if c != '{' {
-		return s.skipValue()
-	}
-	more, err := s.openObject()
-	for ; more && err == nil; more, err = s.comma('}') {
-		k, err := s.readKey(&p.key, memKeys)
-		if err != nil {
-			return err
-		}
+	return p.object(memKeys, func(k int) error {
 		if k < 0 {
-			if err = s.skipValue(); err != nil {
-				return err
-			}
-			continue
+			return s.skipValue()
 		}
 		c, err := s.peek()
 		if err != nil {
 			return err
 		}
 		if c == '"' || c == '{' || c == '[' || c == 'n' || c == 't' || c == 'f' {
-			if err = s.skipValue(); err != nil {
-				return err
-			}
-			continue
+			return s.skipValue()
 		}
 		if p.num, err = s.number(); err != nil {
 			return err
@@ -160,8 +142,8 @@ func (p *parser) memArgs(a *memArgs) error {
 		if n, ok := parseInt(p.num); ok {
 			a.v[k], a.has[k] = n, true
 		}
-	}
-	return err
+		return nil
+	})
 }
 
 // mergeMemory takes another parser's memory events (parallel reads).
