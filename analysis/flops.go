@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -272,11 +273,11 @@ func topLevel(ops []trace.FLOPOp) []trace.FLOPOp {
 	slices.SortFunc(s, func(a, b trace.FLOPOp) int {
 		switch {
 		case a.Thread != b.Thread:
-			return cmpInt(a.Thread, b.Thread)
+			return cmp.Compare(a.Thread, b.Thread)
 		case a.Start != b.Start:
-			return cmpInt(a.Start, b.Start)
+			return cmp.Compare(a.Start, b.Start)
 		}
-		return cmpInt(b.End, a.End) // the enclosing one first
+		return cmp.Compare(b.End, a.End) // the enclosing one first
 	})
 	out := s[:0:0]
 	var open trace.FLOPOp
@@ -289,14 +290,4 @@ func topLevel(ops []trace.FLOPOp) []trace.FLOPOp {
 		open, has = op, true
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
