@@ -61,3 +61,17 @@ func TestCauseRanksByAccountedTime(t *testing.T) {
 		t.Errorf("cause %q without a gated regression", rep.Cause)
 	}
 }
+
+// TestCauseFallsBack: step_time regressed with no finding to explain it
+// (noise, or an unnamed cause) while a leak explains peak_memory: the
+// headline names the leak rather than nothing.
+func TestCauseFallsBack(t *testing.T) {
+	rep := &Report{Metrics: []stats.Result{
+		{Name: "step_time", Gate: true, Verdict: stats.Regression},
+		{Name: "peak_memory", Gate: true, Verdict: stats.Regression},
+	}, Findings: []Finding{{Finding: analysis.Finding{ID: "memory-growth"}, New: true}}}
+	rep.explain()
+	if rep.Cause != "memory-growth" {
+		t.Errorf("cause %q, want memory-growth", rep.Cause)
+	}
+}

@@ -765,15 +765,10 @@ func (rep *Report) explain() {
 		"rss":           {"memory-growth"},
 		"alloc_growth":  {"memory-growth"},
 	}
-	// The headline metric: step_time when it regressed (what a training
-	// job pays for), else the first gated regression; its finding is the
-	// report's Cause.
-	lead := -1
-	for i, m := range rep.Metrics {
-		if m.Gate && m.Verdict == stats.Regression && (lead < 0 || m.Name == "step_time") {
-			lead = i
-		}
-	}
+	// The report's Cause is the finding of the headline regression:
+	// step_time's when a finding explains it (what a training job pays
+	// for), else that of the first gated regression a finding explains.
+	causes := map[string]string{}
 	for i := range rep.Metrics {
 		m := &rep.Metrics[i]
 		if m.Verdict != stats.Regression {
@@ -784,8 +779,11 @@ func (rep *Report) explain() {
 		for _, f := range rep.Findings {
 			if (f.New || f.Worse) && slices.Contains(related[m.Name], f.ID) {
 				m.Why = fmt.Sprintf("`%s`: %s", f.ID, f.Summary)
-				if i == lead {
-					rep.Cause = f.ID
+				if m.Gate {
+					causes[m.Name] = f.ID
+					if rep.Cause == "" {
+						rep.Cause = f.ID
+					}
 				}
 				break
 			}
@@ -793,6 +791,9 @@ func (rep *Report) explain() {
 		if m.Why == "" {
 			m.Why = rep.plainWhy(m)
 		}
+	}
+	if c, ok := causes["step_time"]; ok {
+		rep.Cause = c
 	}
 }
 
