@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpugate/gpugate/trace"
@@ -302,5 +303,50 @@ func TestMemoryGrowthRSS(t *testing.T) {
 	}
 	if !fires(3 << 20) {
 		t.Errorf("no memory-growth on resident memory rising 3 MiB a step")
+	}
+}
+
+// TestMemoryGrowthProfilerBuffer: resident memory holds the profiler's own
+// event buffer, which grows with every recorded event, leak or not. The
+// demo's slow loader (31,443 events a step, 4.1 MiB a step of resident
+// growth under torch 1.13) headlined memory-growth (issue 19); growth
+// within events × ProfilerEventBytes does not fire, a leak beyond it does.
+func TestMemoryGrowthProfilerBuffer(t *testing.T) {
+	const events = 2000 // per step: 2000 × 2.5 KiB = 4.88 MiB/step of the profiler's own
+	fires := func(perStep int64) (bool, string) {
+		p := memProfile(14, 1_000_000, nil)
+		op := p.Names.InternString("aten::add")
+		for i := range 14 {
+			for j := range events {
+				s := int64(i)*1_000_000 + int64(j)*400
+				p.Ranges = append(p.Ranges, trace.Range{Start: s, End: s + 100, Thread: 1, Name: op})
+			}
+		}
+		p.Sort()
+		r := Analyze(p, Options{})
+		if got := r.eventsPerStep(); got < events || got > events+1 {
+			t.Fatalf("eventsPerStep = %v, want %d (+ the step range)", got, events)
+		}
+		hs := make([]*HookSample, len(r.Steps))
+		for i := range hs {
+			hs[i] = &HookSample{RSS: 300<<20 + int64(i)*perStep}
+		}
+		r.SetHookMemory(hs)
+		for _, f := range r.Findings() {
+			if f.ID == "memory-growth" {
+				return true, f.Evidence
+			}
+		}
+		return false, ""
+	}
+	if ok, _ := fires(4 << 20); ok {
+		t.Errorf("memory-growth on 4 MiB a step, within the profiler's 4.9 MiB a step for %d events", events)
+	}
+	ok, ev := fires(8 << 20)
+	if !ok {
+		t.Fatalf("no memory-growth on 8 MiB a step, 3.1 beyond the profiler's buffer")
+	}
+	if !strings.Contains(ev, "beyond the profiler's own buffer of up to 4.89 MiB/step (2001 recorded events a step × 2.5 KiB)") {
+		t.Errorf("evidence %q does not say what was set aside", ev)
 	}
 }

@@ -119,7 +119,11 @@ type Report struct {
 	Decomposition Decomposition  `json:"decomposition"`
 	Kernels       KernelDiff     `json:"kernels"`
 	Findings      []Finding      `json:"findings"`
-	Warnings      []string       `json:"warnings"`
+	// Cause is the id of the finding that explains the headline regression
+	// (the gated metric the comment leads with); empty when no finding
+	// does (the metric's Why then says where the step moved).
+	Cause    string   `json:"cause,omitempty"`
+	Warnings []string `json:"warnings"`
 	// Overhead is the profiler's cost measured by an unprofiled timing
 	// pass (gpugate run with step_log set); null otherwise.
 	Overhead *Overhead `json:"profiling_overhead"`
@@ -165,12 +169,6 @@ func Accept(r *Report, label string) bool {
 	return true
 }
 
-// Overhead compares the job's own step times with and without the profiler.
-type Overhead struct {
-	ProfiledMs   float64 `json:"profiled_ms"`   // median step time the job logged under the profiler
-	UnprofiledMs float64 `json:"unprofiled_ms"` // the same without it
-	Ratio        float64 `json:"ratio"`         // profiled / unprofiled
-}
 
 // Side describes what one side of the comparison is made of.
 type Side struct {
@@ -236,6 +234,13 @@ type Finding struct {
 	Worse bool `json:"worse"`
 	// BaselineShare is the share the same finding had in the baseline.
 	BaselineShare float64 `json:"baseline_share"`
+	// AccountsMs is how much of the change in mean step time (ms) the
+	// finding's cause accounts for: its share of the candidate's mean step
+	// minus its share of the baseline's. Findings are ranked by it, so
+	// that the headline names the cause of the change, not the first new
+	// finding (a slow loader's +500 ms headlined as the profiler's own
+	// resident-memory growth, issue 19).
+	AccountsMs float64 `json:"accounts_ms"`
 }
 
 // Compare compares candidate runs with baseline runs.
@@ -288,7 +293,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.SampleUnit, rep.Noise = noise(rep, opt.Thresholds)
 	rep.Decomposition = decompose(base, cand)
 	rep.Kernels = kernelDiff(base, cand, opt.TopKernels)
-	rep.Findings = findings(base, cand)
+	rep.Findings = findings(base, cand, rep.Decomposition)
 	rep.syncFinding(cand)
 	rep.explain()
 	rep.compareWork(base, cand)
@@ -658,10 +663,10 @@ func strongest(runs []Run) map[string]analysis.Finding {
 	return out
 }
 
-// findings lists the candidate's findings: new ones, then worsened ones,
-// then the rest, each group ordered by how much more of the step they
-// account for.
-func findings(base, cand []Run) []Finding {
+// findings lists the candidate's findings, new or worse ones first, each
+// group ranked by how much of the change in mean step time they account
+// for (sortFindings).
+func findings(base, cand []Run, d Decomposition) []Finding {
 	b, c := strongest(base), strongest(cand)
 	var out []Finding
 	for id, f := range c {
@@ -672,26 +677,15 @@ func findings(base, cand []Run) []Finding {
 		} else {
 			g.New = true
 		}
+		g.AccountsMs = g.Share*d.Candidate - g.BaselineShare*d.Baseline
 		out = append(out, g)
 	}
-	// New causes first: a cause the baseline did not have is more likely the
-	// change's doing than one that grew, which run-to-run noise also does.
-	class := func(f Finding) int {
-		switch {
-		case f.New:
-			return 0
-		case f.Worse:
-			return 1
-		}
-		return 2
+	rep := Report{Findings: out}
+	rep.sortFindings()
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
 	}
-	slices.SortFunc(out, func(x, y Finding) int {
-		return cmp.Or(cmp.Compare(class(x), class(y)), cmp.Compare(y.Share-y.BaselineShare, x.Share-x.BaselineShare), strings.Compare(x.ID, y.ID))
-	})
-	if out == nil {
-		out = []Finding{}
-	}
-	return out
+	return rep.Findings
 }
 
 // metric returns the result for the named metric, or nil.
@@ -742,6 +736,7 @@ func (rep *Report) syncFinding(cand []Run) {
 	}
 	best.Evidence = evidence + "; " + best.Evidence
 	g := Finding{Finding: *best, New: m.Baseline.Median == 0, Worse: m.Baseline.Median > 0}
+	g.AccountsMs = g.Share * rep.Decomposition.Candidate
 	rep.Findings = append(rep.Findings, g)
 	rep.sortFindings()
 }
@@ -770,20 +765,35 @@ func (rep *Report) explain() {
 		"rss":           {"memory-growth"},
 		"alloc_growth":  {"memory-growth"},
 	}
+	// The report's Cause is the finding of the headline regression:
+	// step_time's when a finding explains it (what a training job pays
+	// for), else that of the first gated regression a finding explains.
+	causes := map[string]string{}
 	for i := range rep.Metrics {
 		m := &rep.Metrics[i]
 		if m.Verdict != stats.Regression {
 			continue
 		}
+		// Findings are ranked by the step time they account for, so the
+		// first related one is the one that explains most of the change.
 		for _, f := range rep.Findings {
 			if (f.New || f.Worse) && slices.Contains(related[m.Name], f.ID) {
 				m.Why = fmt.Sprintf("`%s`: %s", f.ID, f.Summary)
+				if m.Gate {
+					causes[m.Name] = f.ID
+					if rep.Cause == "" {
+						rep.Cause = f.ID
+					}
+				}
 				break
 			}
 		}
 		if m.Why == "" {
 			m.Why = rep.plainWhy(m)
 		}
+	}
+	if c, ok := causes["step_time"]; ok {
+		rep.Cause = c
 	}
 }
 
@@ -828,18 +838,21 @@ func (rep *Report) plainWhy(m *stats.Result) string {
 	return fmt.Sprintf("%s per step went %s → %s %s%s", m.Name, num(m.Baseline.Median), num(m.Candidate.Median), m.Unit, desc)
 }
 
+// sortFindings orders the findings: new or worse ones first, ranked by the
+// step time they account for (AccountsMs), then by how much more of the
+// step they take; the rest after them. Newness alone no longer ranks: a
+// new finding that accounts for nothing of the change (the profiler's own
+// memory growth) must not lead a slowdown that another cause explains.
 func (rep *Report) sortFindings() {
 	class := func(f Finding) int {
-		switch {
-		case f.New:
+		if f.New || f.Worse {
 			return 0
-		case f.Worse:
-			return 1
 		}
-		return 2
+		return 1
 	}
 	slices.SortStableFunc(rep.Findings, func(x, y Finding) int {
-		return cmp.Or(cmp.Compare(class(x), class(y)), cmp.Compare(y.Share-y.BaselineShare, x.Share-x.BaselineShare), strings.Compare(x.ID, y.ID))
+		return cmp.Or(cmp.Compare(class(x), class(y)), cmp.Compare(y.AccountsMs, x.AccountsMs),
+			cmp.Compare(y.Share-y.BaselineShare, x.Share-x.BaselineShare), strings.Compare(x.ID, y.ID))
 	})
 }
 

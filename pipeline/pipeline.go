@@ -262,6 +262,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	}
 	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, escape.Terminal(p.FP.CPU), p.FP.GPUCount, escape.Terminal(p.FP.GPU), escape.Terminal(o.Out))
 	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out}
+	var passes [][]float64 // each profiled pass's step times, for the overhead
 	for i := 1; i <= w.Repeat; i++ {
 		runOut := o.Out
 		if w.Repeat > 1 {
@@ -272,6 +273,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 			return nil, err
 		}
 		ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
+		passes = append(passes, once.StepTimes)
 		if once.Run == nil {
 			fmt.Fprintf(o.Stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(once.StepTimes), analysis.Summarize(once.StepTimes).Median)
 			continue
@@ -297,10 +299,8 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(res.StepTimes) > 0 {
-		pm, um := analysis.Summarize(ex.StepTimes).Median, analysis.Summarize(res.StepTimes).Median
-		ex.Overhead = &gate.Overhead{ProfiledMs: pm, UnprofiledMs: um, Ratio: pm / um}
-		fmt.Fprintf(o.Log, "gpugate: profiling overhead ×%.2f: median step %.2f ms profiled, %.2f ms unprofiled (from the job's log)\n", ex.Overhead.Ratio, pm, um)
+	if ex.Overhead = gate.NewOverhead(passes, res.StepTimes); ex.Overhead != nil {
+		fmt.Fprintf(o.Log, "gpugate: profiling overhead %s (from the job's log)\n", report.OverheadText(ex.Overhead))
 	}
 	return ex, nil
 }

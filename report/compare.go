@@ -122,8 +122,15 @@ func verdictWord(v stats.Verdict) string {
 	return "pass"
 }
 
+// counts counts the verdicts of the gated metrics, the ones the verdict
+// rests on: a headline "PASS — 1 regression(s)" for a metric that does not
+// gate read as a contradiction (issue 19); the others are named by
+// notGated.
 func counts(r *gate.Report) (reg, imp, inc int) {
 	for _, m := range r.Metrics {
+		if !m.Gate {
+			continue
+		}
 		switch m.Verdict {
 		case stats.Regression:
 			reg++
@@ -163,9 +170,12 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	if len(r.Mismatch) > 0 {
 		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", text(strings.Join(r.Mismatch, "; ")))
 	}
-	fmt.Fprintf(w, "%d regression(s) · %d improvement(s) · %d inconclusive (α=%s, %s intervals, %s as samples)\n\n", reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
-	if len(r.Findings) > 0 && (r.Findings[0].New || r.Findings[0].Worse) && r.Verdict == stats.Regression {
-		f := r.Findings[0]
+	fmt.Fprintf(w, "%d regression(s) · %d improvement(s) · %d inconclusive among gated metrics (α=%s, %s intervals, %s as samples)", reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
+	if ng := notGated(r); len(ng) > 0 {
+		fmt.Fprintf(w, " · not gated: %s", escape.Markdown(strings.Join(ng, ", ")))
+	}
+	fmt.Fprint(w, "\n\n")
+	if f := cause(r); f != nil {
 		fmt.Fprintf(w, "**Why:** %s — %s. %s.\n\n**Try:** %s.\n\n", escape.CodeSpan(f.ID), clip(f.Summary), clip(f.Evidence), f.Suggestion)
 	}
 	fmt.Fprint(w, "| metric | baseline | candidate | Δ | allowance | verdict |\n|:--|--:|--:|--:|--:|:--|\n")
@@ -238,7 +248,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	writeConditionsMarkdown(w, r.Conditions)
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), text(r.Noise))
 	if o := r.Overhead; o != nil {
-		fmt.Fprintf(w, " Profiling overhead ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled).", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
+		fmt.Fprintf(w, " Profiling overhead %s.", OverheadText(o))
 	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, " ⚠️ %s.", text(wn))
@@ -293,8 +303,15 @@ func clip(md string) string {
 // WriteCompareText writes the comparison for a terminal.
 func WriteCompareText(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
-	fmt.Fprintf(w, "gpugate: %s — %d regression(s), %d improvement(s), %d inconclusive (α=%s, %s intervals, %s as samples)\n\n",
+	fmt.Fprintf(w, "gpugate: %s — %d regression(s), %d improvement(s), %d inconclusive among gated metrics (α=%s, %s intervals, %s as samples)\n",
 		strings.ToUpper(string(r.Verdict)), reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
+	if ng := notGated(r); len(ng) > 0 {
+		fmt.Fprintf(w, "not gated: %s\n", escape.Terminal(strings.Join(ng, ", ")))
+	}
+	if f := cause(r); f != nil {
+		fmt.Fprintf(w, "why: %s: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Summary))
+	}
+	fmt.Fprintln(w)
 	if len(r.Mismatch) > 0 {
 		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", escape.Terminal(strings.Join(r.Mismatch, "; ")))
 	}
@@ -342,7 +359,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	WriteConditionsText(w, r.Conditions)
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), escape.Terminal(r.Noise))
 	if o := r.Overhead; o != nil {
-		fmt.Fprintf(w, "profiling overhead: ×%.2f (median step %.2f ms profiled, %.2f ms unprofiled)\n", o.Ratio, o.ProfiledMs, o.UnprofiledMs)
+		fmt.Fprintf(w, "profiling overhead: %s\n", OverheadText(o))
 	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, "warning: %s\n", escape.Terminal(wn))

@@ -76,7 +76,7 @@ func TestCompareJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(what string, got []string, want ...string) { t.Helper(); checkKeys(t, what, got, want) }
-	check("document", keys(doc), "verdict", "baseline", "candidate", "alpha", "mismatch", "sample_unit", "noise", "metrics", "decomposition", "kernels", "findings", "warnings", "profiling_overhead", "run_conditions", "work")
+	check("document", keys(doc), "verdict", "baseline", "candidate", "alpha", "mismatch", "sample_unit", "noise", "metrics", "decomposition", "kernels", "findings", "cause", "warnings", "profiling_overhead", "run_conditions", "work")
 	if doc["verdict"] != "regression" {
 		t.Errorf("verdict %v", doc["verdict"])
 	}
@@ -92,7 +92,7 @@ func TestCompareJSONContract(t *testing.T) {
 	}
 	check("kernels", keys(doc["kernels"].(map[string]any)), "added", "removed", "changed")
 	f := doc["findings"].([]any)[0].(map[string]any)
-	check("finding", keys(f), "id", "severity", "summary", "evidence", "suggestion", "share", "new", "worse", "baseline_share")
+	check("finding", keys(f), "id", "severity", "summary", "evidence", "suggestion", "share", "new", "worse", "baseline_share", "accounts_ms")
 	// data_wait goes from 0 to 60 ms: an infinite change is null in JSON.
 	for _, x := range doc["metrics"].([]any) {
 		if x.(map[string]any)["name"] == "data_wait" && x.(map[string]any)["delta_pct"] != nil {

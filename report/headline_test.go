@@ -1,0 +1,66 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// TestHeadlineGatedOnly: "PASS — 1 regression(s)" when a metric that does
+// not gate moved read as a contradiction (issue 19); the headline counts
+// gated metrics and names the others as not gated.
+func TestHeadlineGatedOnly(t *testing.T) {
+	r := &gate.Report{Verdict: stats.Pass, Alpha: 0.05, SampleUnit: stats.UnitRun, Metrics: []stats.Result{
+		{Name: "step_time", Unit: "ms", Gate: true, Verdict: stats.Pass, DeltaPct: 1.2},
+		{Name: "data_wait", Unit: "ms", Gate: false, Verdict: stats.Regression, DeltaPct: 32},
+	}, Findings: []gate.Finding{{Finding: analysis.Finding{ID: "data-loader-bound", Summary: "s", Evidence: "e", Suggestion: "x"}, New: true}}}
+	var md, txt bytes.Buffer
+	WriteCompareMarkdown(&md, r)
+	WriteCompareText(&txt, r)
+	for _, c := range []struct{ what, got, want string }{
+		{"markdown", md.String(), "0 regression(s) · 0 improvement(s) · 0 inconclusive among gated metrics"},
+		{"markdown", md.String(), "not gated: data\\_wait +32.0%"},
+		{"text", txt.String(), "gpugate: PASS — 0 regression(s), 0 improvement(s), 0 inconclusive among gated metrics"},
+		{"text", txt.String(), "not gated: data_wait +32.0%"},
+	} {
+		if !strings.Contains(c.got, c.want) {
+			t.Errorf("%s headline lacks %q:\n%s", c.what, c.want, c.got)
+		}
+	}
+	// A pass names no cause, even with a new finding.
+	if strings.Contains(md.String(), "**Why:**") || strings.Contains(txt.String(), "why:") {
+		t.Errorf("a pass headlines a why:\n%s\n%s", md.String(), txt.String())
+	}
+	// A regression names the gate's cause, not the first finding.
+	r.Verdict, r.Metrics[0].Verdict, r.Cause = stats.Regression, stats.Regression, "data-loader-bound"
+	r.Findings = append([]gate.Finding{{Finding: analysis.Finding{ID: "memory-growth", Summary: "rss"}, New: true}}, r.Findings...)
+	md.Reset()
+	txt.Reset()
+	WriteCompareMarkdown(&md, r)
+	WriteCompareText(&txt, r)
+	if !strings.Contains(md.String(), "**Why:** `data-loader-bound`") || !strings.Contains(txt.String(), "why: data-loader-bound") {
+		t.Errorf("regression headline does not name the cause:\n%s\n%s", md.String(), txt.String())
+	}
+	if !strings.Contains(md.String(), "1 regression(s)") {
+		t.Errorf("gated regression not counted:\n%s", md.String())
+	}
+}
+
+func TestOverheadText(t *testing.T) {
+	for _, c := range []struct {
+		o    gate.Overhead
+		want string
+	}{
+		{gate.Overhead{ProfiledMs: 93, UnprofiledMs: 100, Ratio: 0.93, Passes: 1, WithinNoise: true, ProfiledP10: 80, ProfiledP90: 110, UnprofiledP10: 85, UnprofiledP90: 120}, "within noise (median step 93.00 ms profiled, 100.00 ms unprofiled; the steps' p10–p90 overlap"},
+		{gate.Overhead{ProfiledMs: 110, UnprofiledMs: 100, Ratio: 1.1, Passes: 1}, "×1.10 (median step 110.00 ms profiled, 100.00 ms unprofiled; one profiled pass)"},
+		{gate.Overhead{ProfiledMs: 110, UnprofiledMs: 100, Ratio: 1.1, Passes: 3, Lo: 1.05, Hi: 1.2}, "×1.10 [×1.05, ×1.20 over 3 profiled passes]"},
+	} {
+		if got := OverheadText(&c.o); !strings.HasPrefix(got, c.want) {
+			t.Errorf("OverheadText(%+v) = %q, want prefix %q", c.o, got, c.want)
+		}
+	}
+}
