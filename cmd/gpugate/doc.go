@@ -200,8 +200,9 @@ Run 'gpugate help <command>' for details.
 	Baseline export writes the store as JSON, so that ephemeral runners can
 	carry baselines as CI artifacts or caches, and so that a store moves between
 	SQLite and PostgreSQL (gpugate baseline import reads it). Runs are in the
-	order of their creation time, then id; each run keeps its id, its
-	fingerprint and analysis documents byte for byte. An export of one backend,
+	order of their creation time, then id; each run keeps its fingerprint and
+	analysis documents byte for byte (import gives runs fresh ids, in the
+	order of the export's ids). An export of one backend,
 	imported into an empty store of the other and exported again, is identical.
 
 	Flags:
@@ -216,7 +217,9 @@ Run 'gpugate help <command>' for details.
 	stdin), skipping runs already present. Every run is checked first — names
 	are UTF-8 text, the kind is baseline or candidate, the time is not in the
 	future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
-	document with at least one profile — and one bad run imports nothing.
+	document with at least one profile that the gate can read back, every
+	number fits the type that holds it — and one bad run imports nothing. The
+	export's ids are labels: the store gives each run a fresh id.
 
 	Flags:
 	  -db path
