@@ -379,13 +379,13 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		defer store.Close()
 	}
 	if store.ReadOnly() {
-		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", store.Name())
+		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", escape.Terminal(store.Name()))
 	} else if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {
 		return nil, err
 	}
 	cand := ex.Runs
 	if o.Record {
-		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, branch, store.Name())
+		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, escape.Terminal(branch), escape.Terminal(store.Name()))
 		if w.DeepDive != nil && !store.ReadOnly() {
 			recordDeepDive(ctx, o, ex, store)
 		}
@@ -404,7 +404,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		// forked from it, not with whatever it has become since.
 		mb, err := MergeBase(ctx, o.Dir, "HEAD", c.Baseline.Branch)
 		if err != nil {
-			fmt.Fprintf(o.Log, "gpugate: no merge-base with %s (%v): the newest baseline runs are used\n", c.Baseline.Branch, err)
+			fmt.Fprintf(o.Log, "gpugate: no merge-base with %s (%v): the newest baseline runs are used\n", escape.Terminal(c.Baseline.Branch), escape.Terminal(fmt.Sprint(err)))
 		}
 		q.MergeBase = mb
 	}
@@ -444,7 +444,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		at = ", at or before merge-base " + Short(q.MergeBase)
 	}
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
+	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", escape.Terminal(desc))
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
 }
 

@@ -150,7 +150,7 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 				return err
 			}
 			if w == nil {
-				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", *workload)
+				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", escape.Terminal(*workload))
 			}
 			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
 			doc := report.NewAnalysis(results)
@@ -393,7 +393,7 @@ export's ids are labels: the store gives each run a fresh id.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), store.Name())
+			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), escape.Terminal(store.Name()))
 			return nil
 		}
 	},
@@ -419,7 +419,7 @@ var baselinePruneCmd = &command{
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, store.Name())
+			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, escape.Terminal(store.Name()))
 			return nil
 		}
 	},
