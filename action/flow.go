@@ -272,7 +272,11 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		gha.Error("gpugate: no comparison", oc.Err.Error())
 	}
 
-	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap)
+	// The job has ended: the evidence folder is made now, anew (freshDir).
+	if err := freshDir(art); err != nil {
+		return "", fmt.Errorf("make the evidence folder %s: %v", art, err)
+	}
+	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap, evidenceFiles(runs, oc.Cand, w.Repeat))
 	if err != nil {
 		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
 	}
@@ -288,7 +292,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	report.WriteCompareJSON(&js, rep)
 	resJSON, _ := json.MarshalIndent(res, "", "  ")
 	for name, data := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "gpugate-result.json": resJSON} {
-		if err := os.WriteFile(filepath.Join(art, name), data, 0o644); err != nil {
+		if err := writeExcl(filepath.Join(art, name), data); err != nil {
 			return "", err
 		}
 	}
