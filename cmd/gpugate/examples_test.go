@@ -48,12 +48,20 @@ func TestExampleWorkflows(t *testing.T) {
 				if !strings.Contains(j.If, "workflow_run.conclusion == 'success'") {
 					t.Errorf("%s: no conclusion == 'success' guard", name)
 				}
+				if !strings.Contains(s, "pr-info: pr/gpugate-pr.json") || !strings.Contains(s, "name: gpugate-pr") {
+					t.Errorf("%s: does not take the pull request from part 1's gpugate-pr", name)
+				}
 			case "gpugate-fork-safe-run.yml":
 				if !strings.Contains(j.If, "github.event.label.name == 'gpu-perf'") {
 					t.Errorf("%s: not gated on the label being added", name)
 				}
 				if !strings.Contains(s, "environment: gpu-perf") || !strings.Contains(s, "persist-credentials: false") {
 					t.Errorf("%s: no environment protection or credentials kept", name)
+				}
+				// Issue 23: the pull request is recorded by a job that runs
+				// no PR code, before the GPU job.
+				if !strings.Contains(s, "name: gpugate-pr") || !strings.Contains(s, "needs: pr") || strings.Count(s, "actions/checkout") != 1 {
+					t.Errorf("%s: no job that records the pull request without its code", name)
 				}
 			}
 		}
