@@ -150,6 +150,16 @@ func TestActionCommand(t *testing.T) {
 		comments[0].User.Login != "perf-bot-user" || !strings.Contains(comments[0].Body, "ui.perfetto.dev") {
 		t.Fatalf("comments after the first run: %+v", comments)
 	}
+	// The comment is rendered by the post step from gpugate-result.json,
+	// report.md by the run step from the result in memory: the same text,
+	// with the report's numbers (it said +0.0% [+0.0, +0.0] when JSON lost
+	// stats.Result's change).
+	if md, _ := os.ReadFile(filepath.Join(art, "report.md")); comments[0].Body != string(md) {
+		t.Errorf("the posted comment differs from report.md:\n%s\n---\n%s", comments[0].Body, md)
+	}
+	if d := stepTimeDelta(t, comments[0].Body); d == "+0.0% [+0.0, +0.0]" || !strings.HasPrefix(d, "+") {
+		t.Errorf("step_time Δ in the comment %q, want the data-loader regression", d)
+	}
 	if len(f.gh.Checks) != 1 || f.gh.Checks[0]["conclusion"] != "failure" {
 		t.Errorf("check runs %v", f.gh.Checks)
 	}
@@ -308,4 +318,19 @@ func TestActionTroubleAnnotations(t *testing.T) {
 	if outs, _ := os.ReadFile(out); !strings.Contains(string(outs), "cache<<") || strings.Contains(string(outs), "cache-key") {
 		t.Errorf("postgres store: %s", outs)
 	}
+}
+
+// stepTimeDelta is the Δ cell of step_time in a rendered comparison table
+// (the comment or report.md).
+func stepTimeDelta(t *testing.T, md string) string {
+	t.Helper()
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| **step_time** |") {
+			if cells := strings.Split(l, "|"); len(cells) > 4 {
+				return strings.TrimSpace(cells[4])
+			}
+		}
+	}
+	t.Fatalf("no step_time row in:\n%s", md)
+	return ""
 }
