@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,7 +21,13 @@ import (
 // the next gate passes against the readable runs.
 func TestImportCannotPoisonPostgres(t *testing.T) {
 	url := pgtest.DB(t)
-	t.Cleanup(pgtest.Stop)
+	// pgtest.Stop is final for the process: when TestRunPostgres (later in
+	// file order) runs too, it stops the cluster; otherwise this test does.
+	t.Cleanup(func() {
+		if re, err := regexp.Compile(flag.Lookup("test.run").Value.String()); err != nil || !re.MatchString("TestRunPostgres") {
+			pgtest.Stop()
+		}
+	})
 	trace := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	dir := t.TempDir()
 	cfg := fakeJobConfig(t, dir, trace)
