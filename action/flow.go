@@ -54,7 +54,7 @@ type Outcome struct {
 
 // inputs are the action's inputs, checked.
 type inputs struct {
-	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot string
+	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot, prInfo string
 	failOnRegression, checkRun, cache                                                       bool
 	sizeCap                                                                                 int64 // bytes
 }
@@ -69,7 +69,7 @@ func boolInput(v string, def bool) (bool, error) {
 func readInputs(gha *IO) (inputs, error) {
 	in := inputs{phase: gha.Input("phase"), mode: gha.Input("mode"), config: gha.Input("config"), workload: gha.Input("workload"),
 		db: gha.Input("baseline-db"), baseBranch: gha.Input("base-branch"), comment: gha.Input("comment"), result: gha.Input("result"),
-		token: gha.Input("github-token"), acceptLabel: gha.Input("accept-label"), bot: gha.Input("bot-login")}
+		token: gha.Input("github-token"), acceptLabel: gha.Input("accept-label"), bot: gha.Input("bot-login"), prInfo: gha.Input("pr-info")}
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v
@@ -272,14 +272,23 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		gha.Error("gpugate: no comparison", oc.Err.Error())
 	}
 
-	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap)
+	// The job has ended: the evidence folder is made now, anew (freshDir).
+	if err := freshDir(art); err != nil {
+		return "", fmt.Errorf("make the evidence folder %s: %v", art, err)
+	}
+	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap, evidenceFiles(runs, oc.Cand, w.Repeat))
 	if err != nil {
 		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
 	}
 	res := Result{Version: ResultVersion, Workload: Slug(w.Name), PR: ev.PR, HeadSHA: ev.HeadSHA, Report: rep, Baseline: oc.Baseline,
 		Machine: describeFingerprint(oc), BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand),
 		Artifact: "gpugate-" + Slug(w.Name), Traces: traces, Omitted: omitted,
-		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)"}
+		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)", Samples: map[string]MetricSamples{}}
+	for _, m := range rep.Metrics {
+		if am, ok := analysis.MetricByName(m.Name); ok {
+			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(gate.Samples(oc.Base, am)), Candidate: finiteRuns(gate.Samples(oc.Cand, am))}
+		}
+	}
 	md, err := RenderComment(res, getenv, "")
 	if err != nil {
 		return "", err
@@ -288,7 +297,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	report.WriteCompareJSON(&js, rep)
 	resJSON, _ := json.MarshalIndent(res, "", "  ")
 	for name, data := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "gpugate-result.json": resJSON} {
-		if err := os.WriteFile(filepath.Join(art, name), data, 0o644); err != nil {
+		if err := writeExcl(filepath.Join(art, name), data); err != nil {
 			return "", err
 		}
 	}
@@ -327,6 +336,21 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		return resPath, oc.Err
 	}
 	return resPath, nil
+}
+
+// finiteRuns drops the values JSON cannot hold (NaN, ±Inf), which the
+// comparison leaves out anyway.
+func finiteRuns(runs [][]float64) [][]float64 {
+	out := make([][]float64, len(runs))
+	for i, r := range runs {
+		out[i] = []float64{}
+		for _, v := range r {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				out[i] = append(out[i], v)
+			}
+		}
+	}
+	return out
 }
 
 func nonNil(xs []string) []string {
@@ -479,25 +503,77 @@ func commentMode(ctx context.Context, gha *IO, log io.Writer, getenv func(string
 	if err != nil {
 		return refuse("%v", err)
 	}
-	pr, err := c.FindPR(ctx, run.HeadRepo, run.HeadBranch, run.HeadSHA)
-	if err != nil {
-		return refuse("%v", err)
+	var info *PRInfo
+	if in.prInfo != "" {
+		if info, err = ReadPRInfo(in.prInfo); err != nil {
+			return refuse("%v", err)
+		}
+	}
+	var pr PR
+	head := run.HeadSHA
+	switch run.Event {
+	case "pull_request_target":
+		// Such a run ran on the base branch: its head_sha and head_branch
+		// are the base's, and no open pull request has them as its head.
+		// The pull request comes from part 1's first job, which ran no
+		// pull request code, and is checked against the API.
+		if info == nil {
+			return refuse("the run %d ran on pull_request_target, whose workflow_run carries the base branch's commit %s, not the pull request's: give pr-info, the file that part 1's first job uploads (examples/workflows/gpugate-fork-safe-run.yml)", run.ID, run.HeadSHA)
+		}
+		if pr, err = c.GetPR(ctx, info.PR); err != nil {
+			return refuse("%v", err)
+		}
+		switch {
+		case pr.State != "open":
+			return refuse("pull request #%d is %s", pr.Number, pr.State)
+		case !strings.EqualFold(pr.BaseRepo, c.Repository()) || !strings.EqualFold(run.HeadRepo, c.Repository()):
+			return refuse("pull request #%d targets %s and the run ran in %s, not both in %s", pr.Number, pr.BaseRepo, run.HeadRepo, c.Repository())
+		case pr.BaseRef != run.HeadBranch:
+			return refuse("pull request #%d targets branch %q but the run ran on %q", pr.Number, pr.BaseRef, run.HeadBranch)
+		case pr.HeadSHA != info.HeadSHA:
+			return refuse("pull request #%d has head %s, not %s that was measured: pushed to since", pr.Number, pr.HeadSHA, info.HeadSHA)
+		case info.HeadRepo != "" && !strings.EqualFold(info.HeadRepo, pr.HeadRepo):
+			return refuse("pull request #%d comes from %s, not %s", pr.Number, pr.HeadRepo, info.HeadRepo)
+		}
+		head = info.HeadSHA
+	default:
+		// A pull_request run ran on the pull request's own head.
+		if pr, err = c.FindPR(ctx, run.HeadRepo, run.HeadBranch, run.HeadSHA); err != nil {
+			return refuse("%v", err)
+		}
+		if info != nil && (info.PR != pr.Number || info.HeadSHA != run.HeadSHA) {
+			return refuse("pr-info names #%d at %s, but the run was on %s, the head of #%d", info.PR, info.HeadSHA, run.HeadSHA, pr.Number)
+		}
 	}
 	// The artifact's own claims must agree with what GitHub says.
 	switch {
-	case r.HeadSHA != run.HeadSHA:
-		return refuse("the artifact is for commit %q but the run was on %s", r.HeadSHA, run.HeadSHA)
+	case r.HeadSHA != head:
+		return refuse("the artifact is for commit %q but pull request #%d was measured at %s", r.HeadSHA, pr.Number, head)
 	case r.PR != 0 && r.PR != pr.Number:
-		return refuse("the artifact names pull request #%d but commit %s is the head of #%d", r.PR, run.HeadSHA, pr.Number)
+		return refuse("the artifact names pull request #%d but commit %s is the head of #%d", r.PR, head, pr.Number)
 	case config.CheckName(r.Workload) != nil:
 		return refuse("the artifact's workload name %q is not a plain name", r.Workload)
 	}
 	if err := checkReport(r.Report); err != nil {
 		return refuse("%v", err)
 	}
-	// Re-derive the verdict from the metrics rather than believe the
-	// artifact, and take acceptance from the pull request's labels.
+	// Judge every metric again from its samples with gpugate's own rule
+	// (gate.Rejudge), re-derive the verdict from them, and take
+	// acceptance from the pull request's labels: the artifact's verdicts
+	// are not believed.
 	rep := r.Report
+	for i, m := range rep.Metrics {
+		s, ok := r.Samples[m.Name]
+		if !ok {
+			return refuse("the artifact has no samples of metric %s to judge it by", m.Name)
+		}
+		if rep.Metrics[i], err = gate.Rejudge(m, s.Baseline, s.Candidate); err != nil {
+			return refuse("%v", err)
+		}
+		if m.Name == "step_time" { // the chart shows the numbers judged
+			r.BaseSteps, r.CandSteps = firstRun(s.Baseline), firstRun(s.Candidate)
+		}
+	}
 	rederive(rep)
 	if slices.Contains(pr.Labels, in.acceptLabel) {
 		gate.Accept(rep, in.acceptLabel)
@@ -526,6 +602,15 @@ func commentMode(ctx context.Context, gha *IO, log io.Writer, getenv func(string
 	}
 	gha.SetOutput("verdict", string(rep.Verdict))
 	return nil
+}
+
+// firstRun is the chart's series: the first run's step times, at most
+// 200 (report.StepSeries).
+func firstRun(runs [][]float64) []float64 {
+	if len(runs) == 0 {
+		return nil
+	}
+	return runs[0][:min(len(runs[0]), 200)]
 }
 
 var findingRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)

@@ -338,6 +338,25 @@ type PR struct {
 	HeadSHA  string
 	HeadRepo string // "owner/name"
 	Labels   []string
+	// State, BaseRepo and BaseRef are set by GetPR.
+	State    string
+	BaseRepo string // "owner/name"
+	BaseRef  string
+}
+
+// GetPR returns pull request number of this repository as the API sees
+// it now.
+func (c *Client) GetPR(ctx context.Context, number int) (PR, error) {
+	p, resp, err := c.gh.PullRequests.Get(ctx, c.owner, c.repo, number)
+	if err != nil {
+		return PR{}, c.classify("get pull request #"+strconv.Itoa(number), resp, err)
+	}
+	x := PR{Number: p.GetNumber(), HeadSHA: p.GetHead().GetSHA(), HeadRepo: p.GetHead().GetRepo().GetFullName(),
+		State: p.GetState(), BaseRepo: p.GetBase().GetRepo().GetFullName(), BaseRef: p.GetBase().GetRef()}
+	for _, l := range p.Labels {
+		x.Labels = append(x.Labels, l.GetName())
+	}
+	return x, nil
 }
 
 // FindPR finds the one open pull request of this repository whose head is

@@ -13,8 +13,8 @@ import (
 	"github.com/gpugate/gpugate/trace"
 )
 
-// ResultVersion is the version of gpugate-result.json.
-const ResultVersion = 2
+// ResultVersion is the version of gpugate-result.json; 3 added samples.
+const ResultVersion = 3
 
 // Result is what a run leaves for the post step and, in the fork flow, for
 // the privileged comment job: data, never Markdown. The comment is
@@ -36,6 +36,16 @@ type Result struct {
 	Traces    []string  `json:"traces"`   // trace files in the artifact
 	Omitted   int       `json:"traces_omitted"`
 	Record    string    `json:"record,omitempty"` // the command that records a baseline
+	// Samples are each compared metric's per-step values, one list per
+	// run, by metric name: the comment job judges every metric again
+	// from them (gate.Rejudge) rather than believe the report's verdicts.
+	Samples map[string]MetricSamples `json:"samples"`
+}
+
+// MetricSamples are one metric's values on both sides (gate.Samples).
+type MetricSamples struct {
+	Baseline  [][]float64 `json:"baseline"`
+	Candidate [][]float64 `json:"candidate"`
 }
 
 // RenderComment renders a result as the PR comment.
@@ -79,4 +89,34 @@ func ReadResult(path string) (Result, error) {
 		return r, fmt.Errorf("read result %s: version %d with report %v, want version %d with a report (made by another gpugate release?)", path, r.Version, r.Report != nil, ResultVersion)
 	}
 	return r, nil
+}
+
+// PRInfo is what part 1 of the fork-safe pair records about the pull
+// request in a job that runs none of its code (pr-info): the number and
+// head commit from its pull_request_target event. The comment job checks
+// it against the API (GetPR).
+type PRInfo struct {
+	PR       int    `json:"pr"`
+	HeadSHA  string `json:"head_sha"`
+	HeadRepo string `json:"head_repo"`
+}
+
+// ReadPRInfo reads and checks a pr-info file.
+func ReadPRInfo(path string) (*PRInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pr-info %w", trace.WithPath(err, path))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return nil, fmt.Errorf("read pr-info %s: %v", path, err)
+	}
+	var p PRInfo
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.PR <= 0 || !shaRE.MatchString(p.HeadSHA) {
+		return nil, fmt.Errorf("read pr-info %s: not {\"pr\": N, \"head_sha\": SHA, \"head_repo\": OWNER/NAME}", path)
+	}
+	return &p, nil
 }

@@ -204,6 +204,17 @@ func (s *Store) Record(ctx context.Context, r Run) (int64, error) {
 		r.Created = time.Now()
 	}
 	d, err := derive(r.Analysis)
+	if err == nil {
+		err = checkDerived(d)
+	}
+	for _, doc := range []struct {
+		what string
+		b    []byte
+	}{{"analysis", r.Analysis}, {"fingerprint", r.Fingerprint}, {"conditions", r.Conditions}} {
+		if err == nil {
+			err = checkNumbers(doc.what, doc.b)
+		}
+	}
 	if err != nil {
 		return 0, s.wrap("record run in", err)
 	}
@@ -233,7 +244,8 @@ func compact(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// insert writes a run and its derived rows; r.ID is kept when non-zero.
+// insert writes a run and its derived rows; r.ID is kept when non-zero
+// (only the migrations' tests do that: Import never keeps an id).
 func (s *Store) insert(ctx context.Context, tx *sql.Tx, r Run, d derived) (int64, error) {
 	r.Fingerprint, r.Analysis = compact(r.Fingerprint), compact(r.Analysis)
 	if len(r.Conditions) > 0 {

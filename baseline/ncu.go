@@ -50,6 +50,12 @@ type NCUKernel struct {
 // a few KB; anything near this is not one.
 const maxNCULaunch = 1 << 20
 
+// maxNCURank bounds a deep-dive kernel's rank: perf.yaml's
+// deep_dive.kernels is at most 10, and the column is PostgreSQL's 32-bit
+// INTEGER but SQLite's 64-bit one; bounded here, both backends refuse
+// the same ranks (2^40 was stored by SQLite and refused by PostgreSQL).
+const maxNCURank = 1000
+
 // RecordNCU stores the deep-dive kernels of a stored run, in one
 // transaction. Their RunID is runID.
 func (s *Store) RecordNCU(ctx context.Context, runID int64, ks []NCUKernel) error {
@@ -75,6 +81,9 @@ func (s *Store) RecordNCU(ctx context.Context, runID int64, ks []NCUKernel) erro
 // check refuses a kernel the store must not hold: an oversized or non-JSON
 // launch, names that are not text.
 func (k *NCUKernel) check() error {
+	if k.Rank < 1 || k.Rank > maxNCURank {
+		return fmt.Errorf("kernel rank %d is not 1 to %d", k.Rank, maxNCURank)
+	}
 	if len(k.Launch) > maxNCULaunch {
 		return fmt.Errorf("kernel %d: launch is %d bytes, over the %d limit", k.Rank, len(k.Launch), maxNCULaunch)
 	}
@@ -139,7 +148,11 @@ func importedNCU(xs []ExportedNCUKernel) ([]NCUKernel, error) {
 			return nil, fmt.Errorf("ncu_kernels: kernel %d: launch is not a JSON object", x.Rank)
 		}
 		ks[i] = NCUKernel{Rank: x.Rank, Kernel: x.Kernel, Function: x.Function, Writer: x.Writer, Launch: x.Launch}
-		if err := ks[i].check(); err != nil {
+		err := ks[i].check()
+		if err == nil {
+			err = checkNumbers(fmt.Sprintf("kernel %d launch", x.Rank), x.Launch)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("ncu_kernels: %v", err)
 		}
 	}

@@ -123,8 +123,8 @@ func (x *ExportedRun) validate(now time.Time) error {
 		}
 	}
 	switch {
-	case x.ID < 0:
-		return fmt.Errorf("id %d is negative", x.ID)
+	case x.ID < 0 || x.ID > maxExportID:
+		return fmt.Errorf("id %d is not an export's id (0 to 2^53)", x.ID)
 	case x.Workload == "":
 		return errors.New("workload is empty")
 	case x.Branch == "":
@@ -157,18 +157,34 @@ func (x *ExportedRun) validate(now time.Time) error {
 	if err := json.Unmarshal(x.Analysis, &doc); err != nil || len(doc.Profiles) == 0 {
 		return errors.New("analysis is not a gpugate analyze document with at least one profile")
 	}
-	if _, err := derive(x.Analysis); err != nil {
+	for _, doc := range []struct {
+		what string
+		b    []byte
+	}{{"analysis", x.Analysis}, {"fingerprint", x.Fingerprint}, {"conditions", x.Conditions}} {
+		if err := checkNumbers(doc.what, doc.b); err != nil {
+			return err
+		}
+	}
+	d, err := derive(x.Analysis)
+	if err != nil {
 		return err
 	}
-	_, err := importedNCU(x.NCU)
+	if err := checkDerived(d); err != nil {
+		return err
+	}
+	_, err = importedNCU(x.NCU)
 	return err
 }
 
 // Import adds the runs of an export in one transaction, all or nothing:
 // every run is checked first (see ExportedRun), and one bad run adds none.
-// A run whose id is free keeps it; a run identical to one already stored
-// (same workload, commit, time, kind, fingerprint and analysis) is skipped.
-// It returns how many runs were added.
+// An export's ids are never written: the store assigns each run a fresh
+// id, in the order of the export's ids (so an export of a store without
+// gaps, imported into an empty one, keeps its ids), and a run's ncu
+// kernels follow it to that id. A forged id (2^63-1) therefore cannot
+// exhaust PostgreSQL's identity sequence. A run identical to one already
+// stored (same workload, commit, time, kind, fingerprint and analysis) is
+// skipped. It returns how many runs were added.
 func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 	if e.Format != 1 {
 		return 0, fmt.Errorf("import into %s: unknown export format %d", s.name, e.Format)
@@ -187,8 +203,14 @@ func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 		return 0, s.wrap("import into", err)
 	}
 	defer tx.Rollback()
-	added, maxID := 0, int64(0)
-	for _, x := range e.Runs {
+	order := make([]int, len(e.Runs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return e.Runs[order[a]].ID < e.Runs[order[b]].ID })
+	added := 0
+	for _, i := range order {
+		x := e.Runs[i]
 		var n int
 		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`),
 			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(compact(x.Analysis))).Scan(&n); err != nil {
@@ -199,14 +221,6 @@ func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 		}
 		r := Run{Workload: x.Workload, Branch: x.Branch, Commit: x.Commit, Created: time.Unix(x.Created, 0), Kind: x.Kind, Profiler: x.Profiler,
 			FingerprintHash: x.FingerprintHash, Fingerprint: x.Fingerprint, Version: x.Version, Analysis: x.Analysis, Conditions: x.Conditions}
-		if x.ID > 0 {
-			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE id = ?`), x.ID).Scan(&n); err != nil {
-				return 0, s.wrap("import into", err)
-			}
-			if n == 0 {
-				r.ID = x.ID
-			}
-		}
 		d, _ := derive(r.Analysis) // validated
 		id, err := s.insert(ctx, tx, r, d)
 		if err != nil {
@@ -216,14 +230,7 @@ func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 		if err := s.insertNCU(ctx, tx, id, ks); err != nil {
 			return 0, s.wrap("import into", fmt.Errorf("run %d: ncu_kernels: %w; nothing imported", x.ID, err))
 		}
-		maxID = max(maxID, id)
 		added++
-	}
-	if s.d == pgDialect && maxID > 0 {
-		// Runs that kept their ids leave the identity sequence behind.
-		if _, err := tx.ExecContext(ctx, `SELECT setval(pg_get_serial_sequence('`+pgSchema+`.runs', 'id'), (SELECT max(id) FROM runs))`); err != nil {
-			return 0, s.wrap("import into", err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, s.wrap("import into", err)

@@ -479,6 +479,15 @@ func (c *Config) validate() Errors {
 		}
 		errs = append(errs, e)
 	}
+	// atKey reports an error at a key of workload i (file:line:col of the
+	// key), or at the workload when the key is not in the file.
+	atKey := func(w *Workload, i int, key, format string, args ...any) {
+		line, col := c.Position("workloads", strconv.Itoa(i), key)
+		if !w.set[key] || line == 0 {
+			line, col = w.line, w.col
+		}
+		errs = append(errs, &Error{File: c.File, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+	}
 	if c.Version != Version {
 		bad(nil, "version must be %d (got %d)", Version, c.Version)
 	}
@@ -514,6 +523,11 @@ func (c *Config) validate() Errors {
 		if w.Profiler == "none" && w.StepLog == "" {
 			bad(w, "workload %q: profiler none needs step_log, a regular expression whose first group is the step time in ms in the job's output", w.Name)
 		}
+		if w.set["timeout"] && w.Timeout == 0 {
+			// 0s used to mean the 10-minute default: a limit written as
+			// zero is a mistake, not a request for the default.
+			atKey(w, i, "timeout", "workload %q: timeout must be above 0s (leave it out for the default, 10m)", w.Name)
+		}
 		if w.Timeout == 0 {
 			w.Timeout = Duration(10 * time.Minute)
 		}
@@ -531,6 +545,9 @@ func (c *Config) validate() Errors {
 		}
 		if w.Repeat < 1 {
 			bad(w, "workload %q: repeat must be >= 1", w.Name)
+		}
+		if w.Repeat > MaxRepeat {
+			atKey(w, i, "repeat", "workload %q: repeat must be at most %d (each is one more run of the whole job), not %d", w.Name, MaxRepeat, w.Repeat)
 		}
 		for _, p := range []struct{ key, re string }{{"step_pattern", w.StepPattern}, {"data_pattern", w.DataPattern}, {"step_log", w.StepLog}} {
 			if p.re == "" {
@@ -596,6 +613,10 @@ func (c *Config) validate() Errors {
 	if c.Baseline.Runs < 1 {
 		bad(nil, "baseline.runs must be >= 1 (got %d)", c.Baseline.Runs)
 	}
+	if c.Baseline.Runs > MaxRepeat {
+		line, col := c.Position("baseline", "runs")
+		errs = append(errs, &Error{File: c.File, Line: line, Col: col, Msg: fmt.Sprintf("baseline.runs must be at most %d (each is one run of the whole job in baseline refresh), not %d", MaxRepeat, c.Baseline.Runs)})
+	}
 	switch c.Baseline.OnMissing {
 	case "":
 		c.Baseline.OnMissing = "pass"
@@ -606,8 +627,17 @@ func (c *Config) validate() Errors {
 	if c.AB.Pairs < 0 {
 		bad(nil, "ab.pairs must be >= 1")
 	}
+	if c.AB.Pairs > MaxRepeat {
+		line, col := c.Position("ab", "pairs")
+		errs = append(errs, &Error{File: c.File, Line: line, Col: col, Msg: fmt.Sprintf("ab.pairs must be at most %d (each pair is two runs of the whole job), not %d", MaxRepeat, c.AB.Pairs)})
+	}
 	return errs
 }
+
+// MaxRepeat bounds a workload's repeat and baseline.runs: each is one
+// more run of the whole job, and 1e9 (which YAML reads as an integer) ran
+// forever.
+const MaxRepeat = 100
 
 // MaxName is the longest workload name.
 const MaxName = 64

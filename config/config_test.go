@@ -58,6 +58,12 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  kernels: 1%\n  step_tme: 10%\n", "perf.yaml:6:3: allowances: unknown metric \"step_tme\""},
 		{"version: 1\nworkloads:\n  - command: [x]\n    repeat: 0\n", "repeat must be >= 1"},
 		{"version: 1\nworkloads:\n  - command: [x]\nbaseline:\n  runs: 0\n", "baseline.runs must be >= 1"},
+		// Issue 23: limits a typo cannot pass, reported where they are written.
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: 1e9\n", "perf.yaml:5:5: workload \"a\": repeat must be at most 100"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: 101\n", "perf.yaml:5:5: workload \"a\": repeat must be at most 100"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n  - name: b\n    command: [x]\n    timeout: 0s\n", "perf.yaml:7:5: workload \"b\": timeout must be above 0s"},
+		{"version: 1\nworkloads:\n  - command: [x]\nbaseline:\n  runs: 1000000000\n", "perf.yaml:5:3: baseline.runs must be at most 100"},
+		{"version: 1\nworkloads:\n  - command: [x]\nab:\n  pairs: 1e9\n", "perf.yaml:5:3: ab.pairs must be at most 100"},
 	} {
 		_, err := Parse([]byte(c.in), "perf.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -71,12 +71,35 @@ func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 }
 
 // resolve turns a revision into a commit; a revision that starts with '-'
-// is never passed to git as an option.
+// is never passed to git as an option, and one that names no single
+// commit is refused before use: rev-parse --verify resolves '^HEAD' (a
+// range's excluded end) to '^SHA', which git worktree add then refuses.
 func resolve(ctx context.Context, dir, ref string) (string, error) {
-	if ref == "" || strings.HasPrefix(ref, "-") {
-		return "", fmt.Errorf("revision %q: not a git revision", ref)
+	if ref == "" || strings.HasPrefix(ref, "-") || strings.HasPrefix(ref, "^") {
+		return "", fmt.Errorf("revision %q: not a commit, branch or tag", ref)
 	}
-	return gitOut(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	out, err := gitOut(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		return "", err
+	}
+	if !isObjectID(out) {
+		return "", fmt.Errorf("revision %q: not a commit, branch or tag (git resolves it to %q)", ref, out)
+	}
+	return out, nil
+}
+
+// isObjectID reports whether s is one full git object id: 40 (SHA-1) or
+// 64 (SHA-256) lowercase hex digits.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // AB runs base and head interleaved — B H B H …, one warm-up pair first

@@ -14,6 +14,7 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
@@ -55,7 +56,16 @@ type Selection struct {
 	// Note says how the runs were picked when that is not the plain rule
 	// (no merge-base ancestry known: the newest were used).
 	Note string
+	// Unreadable says, one line each, which stored runs were skipped
+	// because a value in them cannot be read (e.g. a step_time_ns of
+	// 1e308 imported before imports were checked): one bad run must not
+	// fail every later gate.
+	Unreadable []string
 }
+
+// unreadableSpare is how many runs beyond K SelectBaseline reads, so that
+// skipped unreadable runs are replaced by older ones.
+const unreadableSpare = 8
 
 // scanLimit bounds the matching runs SelectBaseline looks through for
 // ones at or before the merge-base.
@@ -64,7 +74,7 @@ const scanLimit = 500
 // SelectBaseline picks the baseline runs of q from the store.
 func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selection, error) {
 	hash := q.Fingerprint.Hash()
-	limit := q.K
+	limit := q.K + unreadableSpare
 	if q.MergeBase != "" {
 		limit = scanLimit
 	}
@@ -105,7 +115,7 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 			case -1:
 				unknown++
 			}
-			if len(picked) == q.K {
+			if len(picked) == q.K+unreadableSpare {
 				break
 			}
 		}
@@ -118,17 +128,14 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 			}
 		}
 	}
-	if len(picked) > q.K {
-		picked = picked[:q.K]
-	}
 	for _, s := range picked {
-		var doc report.Analysis
-		if err := json.Unmarshal(s.Analysis, &doc); err != nil {
-			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
+		if len(sel.Runs) == q.K {
+			break
 		}
-		cond, err := storedConditions(s)
+		doc, cond, err := readStored(s)
 		if err != nil {
-			return nil, fmt.Errorf("baseline run %d in %s: %v", s.ID, store.Name(), err)
+			sel.Unreadable = append(sel.Unreadable, fmt.Sprintf("baseline run %d (commit %s) in %s cannot be read, skipped: %v; delete it or record newer baselines", s.ID, Short(s.Commit), store.Name(), err))
+			continue
 		}
 		sel.Stored = append(sel.Stored, s)
 		sel.Runs = append(sel.Runs, doc.Results())
@@ -139,6 +146,36 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		}
 	}
 	return sel, nil
+}
+
+// readStored decodes a stored run's analysis and run conditions as the
+// gate reads them.
+func readStored(s baseline.Run) (*report.Analysis, *gate.Conditions, error) {
+	var doc report.Analysis
+	if err := json.Unmarshal(s.Analysis, &doc); err != nil {
+		return nil, nil, fmt.Errorf("analysis: %v", err)
+	}
+	if len(doc.Profiles) == 0 {
+		return nil, nil, errors.New("analysis: no profile")
+	}
+	cond, err := storedConditions(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &doc, cond, nil
+}
+
+// CheckExport refuses an export (gpugate baseline import) holding a run
+// that the gate could not read back: the store checks each number's
+// range, and this checks the documents against the types that read them.
+func CheckExport(e *baseline.Export) error {
+	for i, x := range e.Runs {
+		r := baseline.Run{Analysis: x.Analysis, Conditions: x.Conditions}
+		if _, _, err := readStored(r); err != nil {
+			return fmt.Errorf("check export: run %d (#%d in the file): %v; nothing imported", x.ID, i+1, err)
+		}
+	}
+	return nil
 }
 
 // isAncestor asks git whether commit is base or one of its ancestors: 1
@@ -342,13 +379,13 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		defer store.Close()
 	}
 	if store.ReadOnly() {
-		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", store.Name())
+		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", escape.Terminal(store.Name()))
 	} else if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {
 		return nil, err
 	}
 	cand := ex.Runs
 	if o.Record {
-		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, branch, store.Name())
+		fmt.Fprintf(o.Log, "gpugate: recorded %d run(s) of %s as baseline of branch %s in %s\n", len(ex.Docs), w.Name, escape.Terminal(branch), escape.Terminal(store.Name()))
 		if w.DeepDive != nil && !store.ReadOnly() {
 			recordDeepDive(ctx, o, ex, store)
 		}
@@ -367,13 +404,16 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		// forked from it, not with whatever it has become since.
 		mb, err := MergeBase(ctx, o.Dir, "HEAD", c.Baseline.Branch)
 		if err != nil {
-			fmt.Fprintf(o.Log, "gpugate: no merge-base with %s (%v): the newest baseline runs are used\n", c.Baseline.Branch, err)
+			fmt.Fprintf(o.Log, "gpugate: no merge-base with %s (%v): the newest baseline runs are used\n", escape.Terminal(c.Baseline.Branch), escape.Terminal(fmt.Sprint(err)))
 		}
 		q.MergeBase = mb
 	}
 	sel, err := SelectBaseline(ctx, store, q)
 	if err != nil {
 		return nil, err
+	}
+	for _, u := range sel.Unreadable {
+		fmt.Fprintf(o.Log, "gpugate: warning: %s\n", escape.Terminal(u))
 	}
 	if len(sel.Runs) == 0 {
 		if len(sel.Mismatch) > 0 {
@@ -395,6 +435,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	if sel.Note != "" {
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}
+	rep.Warnings = append(rep.Warnings, sel.Unreadable...)
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {
 		rep.DeepDive = deepDive(ctx, o, ex, rep, sel, store)
 	}
@@ -403,7 +444,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		at = ", at or before merge-base " + Short(q.MergeBase)
 	}
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", desc)
+	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", escape.Terminal(desc))
 	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
 }
 

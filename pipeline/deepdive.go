@@ -285,7 +285,7 @@ func deepDive(ctx context.Context, o Options, ex *Execution, rep *gate.Report, s
 	}
 	rows, err := store.NCUKernels(ctx, ids)
 	if err != nil {
-		fmt.Fprintf(o.Log, "gpugate: deep-dive: %v\n", err)
+		fmt.Fprintf(o.Log, "gpugate: deep-dive: %s\n", escape.Terminal(err.Error()))
 	}
 	for _, r := range rows {
 		if _, ok := stored[r.Kernel]; ok {
@@ -339,11 +339,11 @@ func storeDeepDive(ctx context.Context, log io.Writer, store *baseline.Store, ru
 	}
 	for _, id := range runIDs {
 		if err := store.RecordNCU(ctx, id, rows); err != nil {
-			fmt.Fprintf(log, "gpugate: deep-dive not stored: %v\n", err)
+			fmt.Fprintf(log, "gpugate: deep-dive not stored: %s\n", escape.Terminal(err.Error()))
 			return
 		}
 	}
-	fmt.Fprintf(log, "gpugate: deep-dive of %d kernel(s) stored with %d run(s) in %s\n", len(rows), len(runIDs), store.Name())
+	fmt.Fprintf(log, "gpugate: deep-dive of %d kernel(s) stored with %d run(s) in %s\n", len(rows), len(runIDs), escape.Terminal(store.Name()))
 }
 
 // recordDeepDive is the deep-dive of a recording (gpugate baseline
@@ -355,7 +355,7 @@ func recordDeepDive(ctx context.Context, o Options, ex *Execution, store *baseli
 	w := o.Workload
 	a := ncu.Probe(ctx, ncuPath(o.NCU))
 	if !a.OK {
-		fmt.Fprintf(o.Log, "gpugate: %s; no ncu data recorded with the baseline\n", a.Note)
+		fmt.Fprintf(o.Log, "gpugate: %s; no ncu data recorded with the baseline\n", escape.Terminal(a.Note))
 		return
 	}
 	picks := busiestKernels(ex.Runs, w.DeepDive.Kernels)
@@ -365,7 +365,7 @@ func recordDeepDive(ctx context.Context, o Options, ex *Execution, store *baseli
 	}
 	dir, err := deepDiveDir(o, ex)
 	if err != nil {
-		fmt.Fprintf(o.Log, "gpugate: deep-dive not run: %v\n", err)
+		fmt.Fprintf(o.Log, "gpugate: deep-dive not run: %s\n", escape.Terminal(err.Error()))
 		return
 	}
 	targets := make([]ncu.Target, len(picks))

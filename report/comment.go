@@ -257,7 +257,7 @@ func mdCode(s string) string { return escape.CodeSpan(cut(s, maxCell)) }
 
 var mdEscaper = strings.NewReplacer(
 	`\`, `\\`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "#", `\#`, "!", `\!`,
-	"~", `\~`, "|", `\|`, "<", "&lt;", ">", "&gt;", "&", "&amp;", "@", "@\u200b",
+	"~", `\~`, "|", `\|`, "<", "&lt;", ">", "&gt;", "&", "&amp;", "@", "@\u200b", "$", "&#36;",
 )
 
 // mdText escapes free text for Markdown, keeping its code spans (the

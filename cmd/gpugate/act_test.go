@@ -1,13 +1,13 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gpugate/gpugate/action"
@@ -76,15 +76,30 @@ runs:
         echo "url=https://github.example/acme/train/actions/runs/1/artifacts/$N" >> "$GITHUB_OUTPUT"
 `
 
+// setupGoStub stands in for actions/setup-go (act would fetch it from
+// github.com): the job's go is new enough, so the action must not run it.
+const setupGoStub = `name: setup-go stand-in
+inputs:
+  go-version: {default: ""}
+  cache: {default: ""}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: echo "setup-go stand-in ran, but the go on PATH is new enough" && exit 1
+`
+
 // TestActionUnderAct runs the real action.yml with nektos/act in host mode
-// (no Docker) on the demo workload, with no Go on the job's PATH: the
-// action installs gpugate from a release built by scripts/release.sh and
-// served on 127.0.0.1 as GITHUB_SERVER_URL, checked against the sha256
-// pinned in action/checksums.txt. Two workflow runs on fresh runners (a
-// new HOME each): the nightly refresh records the baseline into the store
-// outside the workspace and saves it to the cache; the pull request run
-// restores it, finds the baseline, uploads the evidence and posts the
-// comment to a stand-in of GitHub's API. A third run edits the comment.
+// (no Docker) on the demo workload, as a new user's workflow does: uses: ./
+// with the default install inputs (no version, no build-from-source), so
+// the action builds gpugate from its own source with the go on PATH and
+// says why. Two workflow runs on fresh runners (a new HOME each): the
+// nightly refresh records the baseline into the store outside the
+// workspace and saves it to the cache; the pull request run, with the
+// demo's slow-loader regression, restores it, fails the job on the
+// regression, uploads the evidence and posts the comment to a stand-in of
+// GitHub's API, whose step_time Δ must be report.md's and report.json's. A
+// third run edits the comment.
 func TestActionUnderAct(t *testing.T) {
 	act, err := exec.LookPath("act")
 	if err != nil {
@@ -93,10 +108,15 @@ func TestActionUnderAct(t *testing.T) {
 	if exec.Command("/usr/bin/python3", "-c", "import torch").Run() != nil {
 		t.Skip("needs python3-torch: scripts/setup-profilers.sh")
 	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs go on PATH: the action builds gpugate from source")
+	}
+	goEnv := func(k string) string {
+		out, _ := exec.Command(goBin, "env", k).Output()
+		return strings.TrimSpace(string(out))
+	}
 	root := repoRoot(t)
-	const tag = "v0.0.0-act.1"
-	dist := buildRelease(t, tag, "linux/amd64")
-	pins, _ := os.ReadFile(filepath.Join(dist, "checksums.txt"))
 
 	repo := filepath.Join(t.TempDir(), "repo")
 	// A checkout of this working tree: act uses it as the workspace and as
@@ -119,13 +139,6 @@ func TestActionUnderAct(t *testing.T) {
 		}
 		write(f, string(data))
 	}
-	// The release, pinned as scripts/release.sh PIN=1 would.
-	var pinned strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(string(pins)), "\n") {
-		f := strings.Fields(l)
-		pinned.WriteString(f[0] + "  " + tag + "  " + f[1] + "\n")
-	}
-	write("action/checksums.txt", pinned.String())
 	// Two baseline runs are enough here and keep the test short.
 	demo, _ := os.ReadFile(filepath.Join(root, "examples/demo/perf.yaml"))
 	write("examples/demo/perf-act.yaml", strings.Replace(string(demo), "runs: 5", "runs: 2", 1))
@@ -133,20 +146,20 @@ func TestActionUnderAct(t *testing.T) {
       - id: gpugate
         uses: ./
         with:
-          version: ` + tag + `
           config: examples/demo/perf-act.yaml
           MODE
-          fail-on-regression: "false"
           retention-days: "3"
-      - run: echo "outputs verdict=${{ steps.gpugate.outputs.verdict }} comment=${{ steps.gpugate.outputs.comment-url }} artifact=${{ steps.gpugate.outputs.artifact-url }}"
-      - run: if command -v go; then echo "go is on the job's PATH"; exit 1; fi; gpugate version
+      - if: always()
+        run: echo "outputs verdict=${{ steps.gpugate.outputs.verdict }} comment=${{ steps.gpugate.outputs.comment-url }} artifact=${{ steps.gpugate.outputs.artifact-url }}"
+      - run: gpugate version
 `
 	write(".github/workflows/refresh.yml", "name: refresh\non: workflow_dispatch\njobs:\n  refresh:\n    runs-on: [self-hosted, gpu]\n    steps:\n"+strings.Replace(steps, "MODE", "mode: refresh", 1))
 	write(".github/workflows/perf.yml", "name: perf\non: pull_request\njobs:\n  gate:\n    runs-on: [self-hosted, gpu]\n    steps:\n"+strings.Replace(steps, "MODE", "mode: pr", 1))
 	write("event.json", `{"action":"opened","number":7,"pull_request":{"number":7,"labels":[],"head":{"sha":"1111111111111111111111111111111111111111","ref":"faster-attn","repo":{"fork":false}},"base":{"ref":"main"}},"repository":{"full_name":"acme/train","name":"train","owner":{"login":"acme"}}}`)
 	write("dispatch.json", `{}`)
 	stubs := t.TempDir()
-	for rel, data := range map[string]string{"cache/restore/action.yml": cacheRestoreStub, "cache/save/action.yml": cacheSaveStub, "upload/action.yml": uploadStub} {
+	for rel, data := range map[string]string{"cache/restore/action.yml": cacheRestoreStub, "cache/save/action.yml": cacheSaveStub, "upload/action.yml": uploadStub,
+		"setup-go/action.yml": setupGoStub} {
 		os.MkdirAll(filepath.Dir(filepath.Join(stubs, rel)), 0o755)
 		os.WriteFile(filepath.Join(stubs, rel), []byte(data), 0o644)
 	}
@@ -160,71 +173,60 @@ func TestActionUnderAct(t *testing.T) {
 	git("add", "-A")
 	git("commit", "-q", "-m", "test")
 
-	// The release server: GITHUB_SERVER_URL for the install step.
-	var mu sync.Mutex
-	var downloads []string
-	rel := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		downloads = append(downloads, r.URL.Path)
-		mu.Unlock()
-		prefix := "/gpugate/gpugate/releases/download/" + tag + "/"
-		if !strings.HasPrefix(r.URL.Path, prefix) || strings.Contains(r.URL.Path, "..") {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeFile(w, r, filepath.Join(dist, strings.TrimPrefix(r.URL.Path, prefix)))
-	}))
-	defer rel.Close()
 	gh := ghfake.New()
 	defer gh.Close()
 	gh.Repo = "acme/train"
 	cache, artifacts, actDir := t.TempDir(), t.TempDir(), t.TempDir()
-	// No Go on the job's PATH: act hands its own environment to host jobs.
-	var path []string
-	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
-		if _, err := os.Stat(filepath.Join(d, "go")); err != nil {
-			path = append(path, d)
-		}
-	}
-	runAct := func(event, workflow, eventFile string, extra ...string) string {
+	// The source build uses this machine's module and build caches (a
+	// fresh HOME has none, and the test runs offline).
+	setupGo := "actions/setup-go@" + setupGoSHA(t, root)
+	runAct := func(wantFail bool, event, workflow, eventFile string, extra ...string) string {
 		t.Helper()
 		args := []string{event, "-W", workflow, "-e", eventFile,
 			"-P", "self-hosted=-self-hosted", "-P", "gpu=-self-hosted",
 			"-s", "GITHUB_TOKEN=fake-token-for-gpugate-act-test",
-			"--env", "GITHUB_API_URL=" + gh.URL, "--env", "GITHUB_SERVER_URL=" + rel.URL, "--env", "GITHUB_REPOSITORY=acme/train",
+			"--env", "GITHUB_API_URL=" + gh.URL, "--env", "GITHUB_SERVER_URL=https://github.example", "--env", "GITHUB_REPOSITORY=acme/train",
 			"--env", "HOME=" + t.TempDir(), // a fresh runner: nothing survives but the cache
+			"--env", "GOMODCACHE=" + goEnv("GOMODCACHE"), "--env", "GOCACHE=" + goEnv("GOCACHE"), "--env", "GOPROXY=off",
 			"--env", "GPUGATE_TEST_CACHE=" + cache, "--env", "GPUGATE_TEST_ARTIFACTS=" + artifacts,
 			"--local-repository", "actions/cache@v4=" + filepath.Join(stubs, "cache"),
 			"--local-repository", "actions/upload-artifact@v4=" + filepath.Join(stubs, "upload"),
+			"--local-repository", setupGo + "=" + filepath.Join(stubs, "setup-go"),
 			"--no-cache-server", "--action-cache-path", actDir}
 		cmd := exec.Command(act, append(args, extra...)...)
 		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "PATH="+strings.Join(path, string(filepath.ListSeparator)))
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(goBin)+string(filepath.ListSeparator)+os.Getenv("PATH"))
 		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("act %s: %v\n%s", event, err, tail(string(b)))
+		if (err != nil) != wantFail {
+			t.Fatalf("act %s: %v, want failure %v\n%s", event, err, wantFail, tail(string(b)))
 		}
 		return string(b)
 	}
 
-	log0 := runAct("workflow_dispatch", ".github/workflows/refresh.yml", "dispatch.json", "--env", "GPUGATE_BRANCH=main")
-	for _, want := range []string{"installed " + tag, "stand-in cache: saved gpugate-baseline-v1-demo-", "gpugate " + tag} {
+	log0 := runAct(false, "workflow_dispatch", ".github/workflows/refresh.yml", "dispatch.json", "--env", "GPUGATE_BRANCH=main")
+	for _, want := range []string{"gpugate: install: build from the action's source: the action is used from a path",
+		"gpugate: built from the action's source with go version go", "because the action is used from a path",
+		"stand-in cache: saved gpugate-baseline-v1-demo-"} {
 		if !strings.Contains(log0, want) {
 			t.Errorf("refresh run: log lacks %q\n%s", want, tail(log0))
 		}
 	}
-	// (A Go on the job's PATH fails the last step, and act with it.)
-
-	log1 := runAct("pull_request", ".github/workflows/perf.yml", "event.json", "--env", "GPUGATE_BRANCH=faster-attn")
-	if !strings.Contains(log1, "stand-in cache: restored gpugate-baseline-v1-demo-") {
-		t.Errorf("pull request run did not restore the store:\n%s", tail(log1))
+	if strings.Contains(log0, "setup-go stand-in ran") {
+		t.Errorf("refresh run: setup-go ran although the go on PATH is new enough")
 	}
-	if strings.Contains(log1, "verdict=no-baseline") || !strings.Contains(log1, "outputs verdict=") || !strings.Contains(log1, "artifact=https://github.example/") ||
+
+	// The pull request brings the demo's slow data loader: a regression,
+	// and with the default fail-on-regression the job fails.
+	log1 := runAct(true, "pull_request", ".github/workflows/perf.yml", "event.json", "--env", "GPUGATE_BRANCH=faster-attn", "--env", "GPUGATE_DEMO=slow-loader")
+	if !strings.Contains(log1, "stand-in cache: restored gpugate-baseline-v1-demo-") || !strings.Contains(log1, "built from the action's source") {
+		t.Errorf("pull request run did not build or restore the store:\n%s", tail(log1))
+	}
+	if !strings.Contains(log1, "outputs verdict=regression") || !strings.Contains(log1, "artifact=https://github.example/") ||
 		!strings.Contains(log1, "comment=https://github.example/") {
 		t.Errorf("pull request run outputs:\n%s", tail(log1))
 	}
 	comments, _ := gh.Snapshot(7)
-	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, action.Marker("demo")) || strings.Contains(comments[0].Body, "No baseline") ||
+	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, action.Marker("demo")) || !strings.Contains(comments[0].Body, "❌ **regression**") ||
 		!strings.Contains(comments[0].Body, "https://github.example/acme/train/actions/runs/1/artifacts/gpugate-demo") {
 		t.Fatalf("after the pull request run: %d comments %+v", len(comments), comments)
 	}
@@ -240,18 +242,50 @@ func TestActionUnderAct(t *testing.T) {
 	if rd, _ := os.ReadFile(filepath.Join(artifacts, "gpugate-demo.retention-days")); strings.TrimSpace(string(rd)) != "3" {
 		t.Errorf("retention-days %q, want 3", rd)
 	}
+	// The comment (rendered by the post step from gpugate-result.json) says
+	// the step_time change that report.md (rendered by the run step) and
+	// report.json say.
+	md, _ := os.ReadFile(filepath.Join(artifacts, "gpugate-demo", "report.md"))
+	inComment, inReport := stepTimeDelta(t, comments[0].Body), stepTimeDelta(t, string(md))
+	var rep struct {
+		Metrics []struct {
+			Name     string   `json:"name"`
+			DeltaPct *float64 `json:"delta_pct"`
+			Verdict  string   `json:"verdict"`
+		} `json:"metrics"`
+	}
+	js, _ := os.ReadFile(filepath.Join(artifacts, "gpugate-demo", "report.json"))
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	fromJSON := ""
+	for _, m := range rep.Metrics {
+		if m.Name == "step_time" && m.DeltaPct != nil && m.Verdict == "regression" {
+			fromJSON = fmt.Sprintf("%+.1f%%", *m.DeltaPct)
+		}
+	}
+	if inComment != inReport || fromJSON == "" || !strings.HasPrefix(inComment, fromJSON+" [") || strings.HasPrefix(inComment, "+0.0%") {
+		t.Errorf("step_time Δ: comment %q, report.md %q, report.json %q (a step_time regression)", inComment, inReport, fromJSON)
+	}
+	t.Logf("step_time Δ in the comment and report.md: %s", inComment)
 
 	first := comments[0].ID
-	runAct("pull_request", ".github/workflows/perf.yml", "event.json", "--env", "GPUGATE_BRANCH=faster-attn")
+	runAct(true, "pull_request", ".github/workflows/perf.yml", "event.json", "--env", "GPUGATE_BRANCH=faster-attn", "--env", "GPUGATE_DEMO=slow-loader")
 	comments, reqs := gh.Snapshot(7)
 	if len(comments) != 1 || comments[0].ID != first {
 		t.Fatalf("after the second run: %d comments, want comment %d edited; requests %q", len(comments), first, reqs)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(downloads) != 3 || !strings.HasSuffix(downloads[0], "/gpugate_linux_amd64.tar.gz") {
-		t.Errorf("release downloads %q, want one per run", downloads)
+}
+
+// setupGoSHA is the commit action.yml pins actions/setup-go at.
+func setupGoSHA(t *testing.T, root string) string {
+	t.Helper()
+	y, _ := os.ReadFile(filepath.Join(root, "action.yml"))
+	m := regexp.MustCompile(`uses: actions/setup-go@([0-9a-f]{40})`).FindSubmatch(y)
+	if m == nil {
+		t.Fatal("action.yml does not pin actions/setup-go by commit")
 	}
+	return string(m[1])
 }
 
 func tail(s string) string {

@@ -40,9 +40,13 @@ pull request from a fork) does not fail the job: the summary says how to
 post comments with the two-workflow pattern.
 
 In comment mode (the privileged workflow_run job of that pattern) it reads
-gpugate-result.json from the untrusted run's artifact as data, finds the pull
-request itself from the workflow_run event (head repository and head SHA),
-refuses an artifact that disagrees with it, re-renders the comment with
+gpugate-result.json from the untrusted run's artifact as data and finds the
+pull request itself: for a pull_request run from the workflow_run event
+(head repository and head SHA); for a pull_request_target run, whose event
+carries the base branch's commit, from GPUGATE_PR_INFO (the number and head
+commit that a job running no PR code recorded), checked against the API. It
+refuses an artifact that disagrees, judges every metric again from the
+artifact's samples with gpugate's own rule, re-renders the comment with
 every name escaped and posts it. In refresh mode it records baseline runs.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {

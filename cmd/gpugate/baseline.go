@@ -150,7 +150,7 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 				return err
 			}
 			if w == nil {
-				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", *workload)
+				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", escape.Terminal(*workload))
 			}
 			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
 			doc := report.NewAnalysis(results)
@@ -330,8 +330,9 @@ var baselineExportCmd = &command{
 Baseline export writes the store as JSON, so that ephemeral runners can
 carry baselines as CI artifacts or caches, and so that a store moves between
 SQLite and PostgreSQL (gpugate baseline import reads it). Runs are in the
-order of their creation time, then id; each run keeps its id, its
-fingerprint and analysis documents byte for byte. An export of one backend,
+order of their creation time, then id; each run keeps its fingerprint and
+analysis documents byte for byte (import gives runs fresh ids, in the
+order of the export's ids). An export of one backend,
 imported into an empty store of the other and exported again, is identical.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
@@ -358,7 +359,9 @@ Baseline import adds the runs of a gpugate baseline export (FILE, or - for
 stdin), skipping runs already present. Every run is checked first — names
 are UTF-8 text, the kind is baseline or candidate, the time is not in the
 future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
-document with at least one profile — and one bad run imports nothing.`,
+document with at least one profile that the gate can read back, every
+number fits the type that holds it — and one bad run imports nothing. The
+export's ids are labels: the store gives each run a fresh id.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -378,6 +381,9 @@ document with at least one profile — and one bad run imports nothing.`,
 			if err := json.NewDecoder(in).Decode(&e); err != nil {
 				return fmt.Errorf("read %s: not a gpugate baseline export: %v", args[0], err)
 			}
+			if err := pipeline.CheckExport(&e); err != nil {
+				return err
+			}
 			store, err := baseline.Open(ctx, storeTarget(*db, nil))
 			if err != nil {
 				return err
@@ -387,7 +393,7 @@ document with at least one profile — and one bad run imports nothing.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), store.Name())
+			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), escape.Terminal(store.Name()))
 			return nil
 		}
 	},
@@ -413,7 +419,7 @@ var baselinePruneCmd = &command{
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, store.Name())
+			fmt.Fprintf(stdout, "pruned %d run(s) from %s\n", n, escape.Terminal(store.Name()))
 			return nil
 		}
 	},

@@ -99,9 +99,13 @@ Run 'gpugate help <command>' for details.
 	post comments with the two-workflow pattern.
 
 	In comment mode (the privileged workflow_run job of that pattern) it reads
-	gpugate-result.json from the untrusted run's artifact as data, finds the pull
-	request itself from the workflow_run event (head repository and head SHA),
-	refuses an artifact that disagrees with it, re-renders the comment with
+	gpugate-result.json from the untrusted run's artifact as data and finds the
+	pull request itself: for a pull_request run from the workflow_run event
+	(head repository and head SHA); for a pull_request_target run, whose event
+	carries the base branch's commit, from GPUGATE_PR_INFO (the number and head
+	commit that a job running no PR code recorded), checked against the API. It
+	refuses an artifact that disagrees, judges every metric again from the
+	artifact's samples with gpugate's own rule, re-renders the comment with
 	every name escaped and posts it. In refresh mode it records baseline runs.
 
 # analyze
@@ -200,8 +204,9 @@ Run 'gpugate help <command>' for details.
 	Baseline export writes the store as JSON, so that ephemeral runners can
 	carry baselines as CI artifacts or caches, and so that a store moves between
 	SQLite and PostgreSQL (gpugate baseline import reads it). Runs are in the
-	order of their creation time, then id; each run keeps its id, its
-	fingerprint and analysis documents byte for byte. An export of one backend,
+	order of their creation time, then id; each run keeps its fingerprint and
+	analysis documents byte for byte (import gives runs fresh ids, in the
+	order of the export's ids). An export of one backend,
 	imported into an empty store of the other and exported again, is identical.
 
 	Flags:
@@ -216,7 +221,9 @@ Run 'gpugate help <command>' for details.
 	stdin), skipping runs already present. Every run is checked first — names
 	are UTF-8 text, the kind is baseline or candidate, the time is not in the
 	future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
-	document with at least one profile — and one bad run imports nothing.
+	document with at least one profile that the gate can read back, every
+	number fits the type that holds it — and one bad run imports nothing. The
+	export's ids are labels: the store gives each run a fresh id.
 
 	Flags:
 	  -db path

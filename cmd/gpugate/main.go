@@ -141,7 +141,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printHelp(stdout, cmd, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), err, cmd.usage)
+		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), escape.Terminal(err.Error()), cmd.usage)
 		return exitTrouble
 	}
 	err := run(ctx, stdout, stderr, fs.Args())
@@ -153,7 +153,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), err, cmd.usage)
+		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), escape.Terminal(err.Error()), cmd.usage)
 		return exitTrouble
 	}
 	fmt.Fprintf(stderr, "gpugate: %v\n", escape.Terminal(oneLine(err.Error())))

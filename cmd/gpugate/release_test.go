@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -116,5 +117,59 @@ func TestVersionFromTaggedClone(t *testing.T) {
 	out, err := exec.Command(filepath.Join(bin, "gpugate"), "version").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "gpugate v0.9.1" {
 		t.Errorf("gpugate version = %q, %v; want gpugate v0.9.1", out, err)
+	}
+}
+
+// TestReleasePinAndCheck: PIN=1 pins a tag's archives (and the Go that
+// built them) in action/checksums.txt; the pin commit does not change the
+// archives, so CHECK=1, which the release workflow runs on the tagged
+// commit, passes; a change to what the archives hold after pinning fails
+// it.
+func TestReleasePinAndCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gpugate three times")
+	}
+	root := repoRoot(t)
+	files, err := exec.Command("git", "-C", root, "ls-files", "-co", "--exclude-standard").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	for _, f := range strings.Fields(string(files)) {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue // deleted in the working tree
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(tree, f)), 0o755)
+		os.WriteFile(filepath.Join(tree, f), data, 0o644)
+	}
+	release := func(env ...string) (string, error) {
+		cmd := exec.Command("bash", "scripts/release.sh", "v0.0.0-test.2", t.TempDir())
+		cmd.Dir = tree
+		cmd.Env = append(append(os.Environ(), "PLATFORMS=linux/amd64", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin"), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := release("CHECK=1"); err == nil || !strings.Contains(out, "not the ones action/checksums.txt pins") {
+		t.Fatalf("CHECK=1 before pinning: %v\n%s", err, out)
+	}
+	out, err := release("PIN=1")
+	if err != nil {
+		t.Fatalf("PIN=1: %v\n%s", err, out)
+	}
+	pins, _ := os.ReadFile(filepath.Join(tree, "action", "checksums.txt"))
+	goVersion, _ := exec.Command("go", "env", "GOVERSION").Output()
+	if !strings.Contains(string(pins), "# v0.0.0-test.2 built with "+strings.TrimSpace(string(goVersion))+"\n") ||
+		!regexp.MustCompile(`(?m)^[0-9a-f]{64}  v0\.0\.0-test\.2  gpugate_linux_amd64\.tar\.gz$`).Match(pins) {
+		t.Fatalf("action/checksums.txt after PIN=1:\n%s", pins)
+	}
+	// The tree now differs from the pinned one by action/checksums.txt,
+	// as the tagged pin commit does.
+	if out, err := release("CHECK=1"); err != nil {
+		t.Errorf("CHECK=1 on the pin commit: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(tree, "README.md"), []byte("changed after pinning\n"), 0o644)
+	if out, err := release("CHECK=1"); err == nil {
+		t.Errorf("CHECK=1 passed although README.md changed after pinning:\n%s", out)
 	}
 }

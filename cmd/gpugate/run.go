@@ -35,10 +35,10 @@ defaults and prints the workloads as gpugate will run them.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", args[0], len(c.Workloads), baseline.Mask(c.Baseline.DB), c.Baseline.Branch, c.Baseline.Runs)
+			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", escape.Terminal(args[0]), len(c.Workloads), escape.Terminal(baseline.Mask(c.Baseline.DB)), escape.Terminal(c.Baseline.Branch), c.Baseline.Runs)
 			for _, w := range c.Workloads {
 				fmt.Fprintf(stdout, "  %s: %s (profiler %s, warmup %d, measure %d steps, repeat %d, timeout %s)\n",
-					w.Name, w.Command, w.Profiler, w.WarmupSteps, w.MeasureSteps, w.Repeat, time.Duration(w.Timeout))
+					w.Name, escape.Terminal(fmt.Sprint(w.Command)), escape.Terminal(w.Profiler), w.WarmupSteps, w.MeasureSteps, w.Repeat, time.Duration(w.Timeout))
 			}
 			return nil
 		}

@@ -132,7 +132,8 @@ const wordJoiner = "\u2060"
 // control characters shown as escapes) and nothing else: no HTML or
 // entities, no emphasis, strikethrough, math, code, links or images, no
 // table cell break, no "-->", no live @mention and no #123 reference. The
-// characters that mean something inline are backslash-escaped; an @ or a #
+// characters that mean something inline are backslash-escaped, $ (math)
+// is written as the reference &#36;; an @ or a #
 // before a letter or digit gets a word joiner after it. s must not start a
 // line (block syntax such as "- " is not escaped).
 func Markdown(s string) string {
@@ -145,7 +146,14 @@ func Markdown(s string) string {
 		case (c == '@' || c == '#') && i+1 < len(s) && isAlnum(s[i+1]):
 			b.WriteByte(c)
 			b.WriteString(wordJoiner)
-		case strings.IndexByte("\\`*_[]<>&|~$", c) >= 0:
+		case c == '$':
+			// Math: GitHub renders $…$, $$…$$ and $`…`$ as math, and a
+			// backslash does not always stop it (its docs advise
+			// <span>$</span>). A character reference puts no $ in the
+			// source at all, so no math delimiter can come from s, and it
+			// renders as $.
+			b.WriteString("&#36;")
+		case strings.IndexByte("\\`*_[]<>&|~", c) >= 0:
 			b.WriteByte('\\')
 			b.WriteByte(c)
 		default:

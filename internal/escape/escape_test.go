@@ -231,3 +231,17 @@ func TestActionsWriterLongLine(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23: no $ of a name reaches the Markdown source, so no math span
+// ($…$, $$…$$, $`…`$) can open; the text still shows the dollar.
+func TestMarkdownMath(t *testing.T) {
+	for _, s := range []string{"$x^2$", "$$\\int$$", "$`\\sqrt{3}`$", "cost $5 and $6"} {
+		got := Markdown(s)
+		if strings.Contains(got, "$") {
+			t.Errorf("Markdown(%q) = %q: holds a $", s, got)
+		}
+		if text := mdcheck.Text(mdcheck.HTML("x " + got + " y\n")); !strings.Contains(text, s) {
+			t.Errorf("Markdown(%q) = %q renders as %q", s, got, text)
+		}
+	}
+}

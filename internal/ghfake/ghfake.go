@@ -89,6 +89,7 @@ func New() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /user", s.user)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.pulls)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/pulls/{n}", s.pull)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{sha}/pulls", s.commitPulls)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{n}/comments", s.list)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{n}/comments", s.create)
@@ -209,6 +210,8 @@ func (s *Server) AddPR(number int, headRepo, headRef, headSHA string, labels ...
 	p.Head.Repo.Owner.Login, _, _ = strings.Cut(headRepo, "/")
 	p.Head.Repo.Fork = s.Repo != "" && headRepo != s.Repo
 	p.Base.Ref = "main"
+	p.Base.Repo.FullName = s.Repo
+	p.Base.Repo.Owner.Login, _, _ = strings.Cut(s.Repo, "/")
 	for _, l := range labels {
 		p.Labels = append(p.Labels, struct {
 			Name string `json:"name"`
@@ -235,6 +238,20 @@ func (s *Server) pulls(w http.ResponseWriter, r *http.Request) {
 		out = append(out, p)
 	}
 	reply(w, http.StatusOK, out)
+}
+
+// pull returns one pull request, open or not; 404 when there is none.
+func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, _ := strconv.Atoi(r.PathValue("n"))
+	for _, p := range s.PRs {
+		if p.Number == n {
+			reply(w, http.StatusOK, p)
+			return
+		}
+	}
+	reply(w, http.StatusNotFound, map[string]string{"message": "Not Found", "documentation_url": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request"})
 }
 
 // commitPulls lists the pull requests whose head is the commit.
