@@ -125,8 +125,8 @@ func noise(rng *rand.Rand, n int, level, cv float64) []float64 {
 
 // The bound is at most 1 false change point per 200 runs of
 // stationary noise at CV 2–8%; by construction the rate is about Alpha
-// (0.01) per series. Last run: 0 false change points in 90 series of 200
-// runs (30 at each CV).
+// (0.05) per series of any length. Last run: 4 false change points in 90
+// series of 200 runs (30 at each CV).
 func TestChangePointsNoise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	total := 0
@@ -137,45 +137,48 @@ func TestChangePointsNoise(t *testing.T) {
 		}
 	}
 	t.Logf("stationary noise, 90 series of 200 runs at CV 2, 4, 8%%: %d false change points", total)
-	if total > 3 {
-		t.Errorf("%d false change points in 90 series of 200 runs, want about 0.9 (Alpha 0.01 per series)", total)
+	if total > 12 {
+		t.Errorf("%d false change points in 90 series of 200 runs, want about 4.5 (Alpha 0.05 per series)", total)
 	}
 }
 
 // A 5% shift at CV 2% is found within 5 runs of where it happened (the
 // issue's bound), with 10 runs after it. Last run: found in 100 of 100
-// series. Fewer runs after the shift detect it less often (figures at
-// α=0.01, 100 series each): 5 runs after it 83, 6 runs 95, 8 runs 98.
+// series, its 95% interval missed the true +5 in 7 (the interval is of
+// segments whose border was chosen to be extreme, so it covers less than
+// 95%), and there were 12 extra change points, mostly in the 30 runs of
+// noise before it (each segment is tested at α=0.05). With fewer runs
+// after the shift (100 series each): 5 runs after it 94 found, 6 runs 100.
 func TestChangePointsShiftFound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
-	found, missed := 0, 0
+	found, missed, extra := 0, 0, 0
 	for trial := range 100 {
 		xs := append(noise(rng, 30, 100, 0.02), noise(rng, 10, 105, 0.02)...)
-		cps := ChangePoints(xs, ChangeOptions{})
-		for _, c := range cps {
-			if c.Index >= 25 && c.Index <= 35 {
-				found++
-				if c.Relative() < 0.02 || c.Relative() > 0.08 || !c.Shift.Bounded || c.Shift.Lo <= 0 {
-					t.Errorf("trial %d: shift %+.3f (HL %.2f [%.2f, %.2f]), want about +5%% with an interval that excludes 0", trial, c.Relative(), c.Shift.Estimate, c.Shift.Lo, c.Shift.Hi)
-				}
-				if c.Shift.Lo > 5 || c.Shift.Hi < 5 {
-					missed++
-					t.Logf("trial %d: shift %+.3f (HL %.2f [%.2f, %.2f]), want about +5%% with an interval that holds 5 and not 0", trial, c.Relative(), c.Shift.Estimate, c.Shift.Lo, c.Shift.Hi)
-				}
+		hit := false
+		for _, c := range ChangePoints(xs, ChangeOptions{}) {
+			if c.Index < 25 || c.Index > 35 || c.Relative() < 0 || hit {
+				extra++
+				continue
+			}
+			hit = true
+			found++
+			if c.Relative() < 0.02 || c.Relative() > 0.09 || !c.Shift.Bounded || c.Shift.Lo <= 0 {
+				t.Errorf("trial %d: shift %+.3f (HL %.2f [%.2f, %.2f]), want about +5%% with an interval that excludes 0", trial, c.Relative(), c.Shift.Estimate, c.Shift.Lo, c.Shift.Hi)
+			}
+			if c.Shift.Lo > 5 || c.Shift.Hi < 5 {
+				missed++
 			}
 		}
-		if len(cps) > 1 {
-			t.Errorf("trial %d: %d change points, want 1: %+v", trial, len(cps), cps)
-		}
 	}
-	t.Logf("5%% shift at CV 2%% after 30 runs, 10 runs after it: found within 5 runs in %d of 100 series; the 99%% interval missed +5 in %d", found, missed)
-	// The interval is of a split chosen to be extreme, so it covers a
-	// little less than 99%: last run 1 miss in 100.
-	if missed > 4 {
-		t.Errorf("the shift's 99%% interval missed the true +5 in %d of %d series", missed, found)
-	}
+	t.Logf("5%% shift at CV 2%% after 30 runs, 10 runs after it: found within 5 runs in %d of 100 series; the 95%% interval missed +5 in %d; %d extra change points", found, missed, extra)
 	if found < 95 {
 		t.Errorf("found in %d of 100 series, want >= 95", found)
+	}
+	if missed > 20 {
+		t.Errorf("the shift's 95%% interval missed the true +5 in %d of %d series", missed, found)
+	}
+	if extra > 20 {
+		t.Errorf("%d extra change points in 100 series", extra)
 	}
 }
 
@@ -201,10 +204,10 @@ func TestChangePointsTwoShifts(t *testing.T) {
 			both++
 		}
 	}
-	// Each segment is tested at α=0.01, so a series of three segments may
-	// get an extra split: last run 2 in 20 series.
+	// Each segment is tested at α=0.05, so a series of three segments may
+	// get an extra split: last run 3 in 20 series.
 	t.Logf("two shifts: both found in %d of 20 series, %d extra change points", both, extra)
-	if extra > 4 {
+	if extra > 6 {
 		t.Errorf("%d extra change points in 20 series", extra)
 	}
 	if both < 19 {
