@@ -24,6 +24,8 @@ export PATH=$PATH:$(go env GOPATH)/bin
 if ! act --version 2>/dev/null | grep -q 0.2.89; then
 	go install github.com/nektos/act@v0.2.89
 fi
+# Chromium: the dashboard's browser tests (chromedp) fail without it under CI=true.
+bash scripts/setup-chromium.sh
 go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.
