@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
+	"github.com/gpugate/gpugate/action"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/pipeline"
 )
@@ -120,22 +120,10 @@ cache: path is empty.`,
 			}
 			fp := p.FP.Hash()
 			fmt.Fprintf(stdout, "path=%s\nkey=%s\nrestore-key=%s\n", oneLineValue(path),
-				cacheKey(w.Name, fp, os.Getenv("GITHUB_RUN_ID"), os.Getenv("GITHUB_RUN_ATTEMPT")), cacheKeyPrefix(w.Name, fp))
+				action.CacheKey(w.Name, fp, os.Getenv("GITHUB_RUN_ID"), os.Getenv("GITHUB_RUN_ATTEMPT")), action.CacheKeyPrefix(w.Name, fp))
 			return nil
 		}
 	},
-}
-
-var keyUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
-
-// keyPart reduces a value from the environment to what a cache key may
-// hold.
-func keyPart(s string) string {
-	s = strings.Trim(keyUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-.")
-	if s == "" {
-		return "x"
-	}
-	return s
 }
 
 // oneLineValue keeps a name=value line one line.

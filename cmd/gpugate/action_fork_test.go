@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpugate/gpugate/action"
 	"github.com/gpugate/gpugate/internal/mdcheck"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ func TestActionCommentModeForged(t *testing.T) {
 	if err, _, _ := runEnv(m); err != nil {
 		t.Fatal(err)
 	}
-	_, art := folders(m.get, "resnet")
+	_, art := action.Folders(m.get, "resnet")
 	genuine, err := os.ReadFile(filepath.Join(art, "gpugate-result.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/action"
-	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/ghfake"
 )
@@ -136,7 +135,7 @@ func TestActionCommand(t *testing.T) {
 	}
 	// The evidence: traces compressed, the report as Markdown and JSON, the
 	// job's log, and the result as data.
-	_, art := folders(m.get, "resnet")
+	_, art := action.Folders(m.get, "resnet")
 	for _, p := range []string{"traces/trace-0.json.gz", "report.md", "report.json", "gpugate-result.json", "logs/job.log"} {
 		if _, err := os.Stat(filepath.Join(art, p)); err != nil {
 			t.Errorf("artifact folder lacks %s: %v", p, err)
@@ -150,6 +149,16 @@ func TestActionCommand(t *testing.T) {
 	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, action.Marker("resnet")) || !strings.Contains(comments[0].Body, "xychart-beta") ||
 		comments[0].User.Login != "perf-bot-user" || !strings.Contains(comments[0].Body, "ui.perfetto.dev") {
 		t.Fatalf("comments after the first run: %+v", comments)
+	}
+	// The comment is rendered by the post step from gpugate-result.json,
+	// report.md by the run step from the result in memory: the same text,
+	// with the report's numbers (it said +0.0% [+0.0, +0.0] when JSON lost
+	// stats.Result's change).
+	if md, _ := os.ReadFile(filepath.Join(art, "report.md")); comments[0].Body != string(md) {
+		t.Errorf("the posted comment differs from report.md:\n%s\n---\n%s", comments[0].Body, md)
+	}
+	if d := stepTimeDelta(t, comments[0].Body); d == "+0.0% [+0.0, +0.0]" || !strings.HasPrefix(d, "+") {
+		t.Errorf("step_time Δ in the comment %q, want the data-loader regression", d)
 	}
 	if len(f.gh.Checks) != 1 || f.gh.Checks[0]["conclusion"] != "failure" {
 		t.Errorf("check runs %v", f.gh.Checks)
@@ -242,8 +251,8 @@ func TestActionTraceCap(t *testing.T) {
 	if err, _, _ := runEnv(m); err != nil {
 		t.Fatal(err)
 	}
-	_, art := folders(m.get, "resnet")
-	r, err := readResult(filepath.Join(art, "gpugate-result.json"))
+	_, art := action.Folders(m.get, "resnet")
+	r, err := action.ReadResult(filepath.Join(art, "gpugate-result.json"))
 	if err != nil || r.Omitted != 1 || len(r.Traces) != 0 {
 		t.Errorf("cap 0.5 MB: traces %v omitted %d (%v); want the 2.6 MB trace left out", r.Traces, r.Omitted, err)
 	}
@@ -265,40 +274,6 @@ func TestActionConfigAnnotations(t *testing.T) {
 	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: train\n    command: python3 train.py\ngate: [step_tme]\n"), 0o644)
 	if _, stdout, _ := runEnv(m); !strings.Contains(stdout, "::error col=8,file=perf.yaml,line=5,title=gpugate%3A perf.yaml::gate: unknown metric \"step_tme\"") {
 		t.Errorf("gate annotation:\n%s", stdout)
-	}
-}
-
-func TestSlugAndCacheKey(t *testing.T) {
-	for _, c := range []struct{ in, want string }{{"resnet", "resnet"}, {"bert-large_v2.1", "bert-large_v2.1"}} {
-		if got := slug(c.in); got != c.want {
-			t.Errorf("slug(%q) = %q", c.in, got)
-		}
-	}
-	for _, in := range []string{"../x", "a b", "x</details>", "-->", "", strings.Repeat("a", 100), "a/b"} {
-		s := slug(in)
-		if config.CheckName(s) != nil || s == slug(in+"x") {
-			t.Errorf("slug(%q) = %q: not safe or not distinct", in, s)
-		}
-	}
-	k := cacheKey("resnet", "0123456789abcdef", "42", "2")
-	if k != "gpugate-baseline-v1-resnet-0123456789abcdef-42-2" || !strings.HasPrefix(k, cacheKeyPrefix("resnet", "0123456789abcdef")) {
-		t.Errorf("cacheKey = %q", k)
-	}
-	// Another workload or fingerprint never restores this one's store.
-	if strings.HasPrefix(k, cacheKeyPrefix("res", "0123456789abcdef")) || strings.HasPrefix(k, cacheKeyPrefix("resnet", "0123456789abcdee")) {
-		t.Errorf("prefixes of other workloads or fingerprints match %q", k)
-	}
-	// The store lives outside the workspace, per workload.
-	env := actionEnv{"HOME": "/home/runner", "GITHUB_WORKSPACE": "/home/runner/work/x/x"}
-	cfg, err := config.Parse([]byte("version: 1\nworkloads:\n  - name: resnet\n    command: x\n"), "perf.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := store(env.get, inputs{}, cfg, &cfg.Workloads[0]); got != "/home/runner/.cache/gpugate/resnet/baseline.db" {
-		t.Errorf("store = %q", got)
-	}
-	if got := store(env.get, inputs{db: "postgres://h/db"}, cfg, &cfg.Workloads[0]); got != "postgres://h/db" {
-		t.Errorf("store with an input = %q", got)
 	}
 }
 
@@ -343,4 +318,19 @@ func TestActionTroubleAnnotations(t *testing.T) {
 	if outs, _ := os.ReadFile(out); !strings.Contains(string(outs), "cache<<") || strings.Contains(string(outs), "cache-key") {
 		t.Errorf("postgres store: %s", outs)
 	}
+}
+
+// stepTimeDelta is the Δ cell of step_time in a rendered comparison table
+// (the comment or report.md).
+func stepTimeDelta(t *testing.T, md string) string {
+	t.Helper()
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| **step_time** |") {
+			if cells := strings.Split(l, "|"); len(cells) > 4 {
+				return strings.TrimSpace(cells[4])
+			}
+		}
+	}
+	t.Fatalf("no step_time row in:\n%s", md)
+	return ""
 }

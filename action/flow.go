@@ -1,0 +1,587 @@
+package action
+
+// The action's flow: what action.yml's steps run (gpugate action), phase by
+// phase. cmd/gpugate parses nothing here but maps the Outcome to an exit
+// status, as it does for run, ab and compare.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/pipeline"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// Env is what the action runs in: its environment (GPUGATE_* inputs and
+// the runner's variables), its output streams, and how a workload's
+// pipeline runs.
+type Env struct {
+	Getenv         func(string) string
+	Stdout, Stderr io.Writer
+	// Run runs a workload's pipeline, as gpugate run does: the command fills
+	// in what it knows (the checkout's branch and commit, its version).
+	// Nil runs pipeline.Run with the options as they are.
+	Run func(ctx context.Context, o pipeline.Options) (*pipeline.Outcome, error)
+}
+
+// Outcome is what a run of the action decides about the exit status. An
+// error returned beside it is trouble (exit 2).
+type Outcome struct {
+	// Verdict is the verdict of the compared run; empty when this phase or
+	// mode gives none (prepare, run, refresh, comment).
+	Verdict stats.Verdict
+	// Exit: the exit status follows Verdict. False when there is no verdict,
+	// or fail-on-regression is off and the verdict is a regression or
+	// inconclusive.
+	Exit bool
+}
+
+// inputs are the action's inputs, checked.
+type inputs struct {
+	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot string
+	failOnRegression, checkRun, cache                                                       bool
+	sizeCap                                                                                 int64 // bytes
+}
+
+func boolInput(v string, def bool) (bool, error) {
+	if v == "" {
+		return def, nil
+	}
+	return strconv.ParseBool(v)
+}
+
+func readInputs(gha *IO) (inputs, error) {
+	in := inputs{phase: gha.Input("phase"), mode: gha.Input("mode"), config: gha.Input("config"), workload: gha.Input("workload"),
+		db: gha.Input("baseline-db"), baseBranch: gha.Input("base-branch"), comment: gha.Input("comment"), result: gha.Input("result"),
+		token: gha.Input("github-token"), acceptLabel: gha.Input("accept-label"), bot: gha.Input("bot-login")}
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&in.mode, "pr")
+	def(&in.comment, "always")
+	def(&in.config, "perf.yaml")
+	def(&in.acceptLabel, "gpugate/accept-regression")
+	def(&in.bot, BotLogin)
+	switch in.phase {
+	case "", "prepare", "run", "post":
+	default:
+		return in, fmt.Errorf("GPUGATE_PHASE %q is not prepare, run or post", in.phase)
+	}
+	switch in.mode {
+	case "pr", "refresh", "comment":
+	default:
+		return in, fmt.Errorf("input mode: %q is not pr, refresh or comment", in.mode)
+	}
+	switch in.comment {
+	case "always", "on-regression", "never":
+	default:
+		return in, fmt.Errorf("input comment: %q is not always, on-regression or never", in.comment)
+	}
+	var err error
+	for _, b := range []struct {
+		name string
+		dst  *bool
+		def  bool
+	}{{"fail-on-regression", &in.failOnRegression, true}, {"check-run", &in.checkRun, false}, {"cache", &in.cache, true}} {
+		if *b.dst, err = boolInput(gha.Input(b.name), b.def); err != nil {
+			return in, fmt.Errorf("input %s: %q is not true or false", b.name, gha.Input(b.name))
+		}
+	}
+	in.sizeCap = 200 << 20
+	if v := gha.Input("trace-size-cap"); v != "" {
+		mb, err := strconv.ParseFloat(v, 64)
+		if err != nil || mb < 0 || math.IsNaN(mb) || mb > 1<<20 {
+			return in, fmt.Errorf("input trace-size-cap: %q is not a size in MB between 0 and 1048576", v)
+		}
+		in.sizeCap = int64(mb * (1 << 20))
+	}
+	return in, nil
+}
+
+// Run runs the action: the phase GPUGATE_PHASE names in the mode
+// GPUGATE_MODE names (see gpugate help action).
+func Run(ctx context.Context, env Env) (Outcome, error) {
+	getenv, stdout, stderr := env.Getenv, env.Stdout, env.Stderr
+	run := env.Run
+	if run == nil {
+		run = pipeline.Run
+	}
+	gha := New(getenv, stdout)
+	gha.Mask(getenv("GPUGATE_GITHUB_TOKEN"))
+	in, err := readInputs(gha)
+	if err != nil {
+		gha.Error("gpugate: bad input", err.Error())
+		return Outcome{}, err
+	}
+	if in.mode == "comment" {
+		return Outcome{}, commentMode(ctx, gha, stderr, getenv, in)
+	}
+	switch in.phase {
+	case "prepare":
+		return Outcome{}, preparePhase(ctx, gha, getenv, in)
+	case "post":
+		return postPhase(ctx, gha, stderr, getenv, in, in.result)
+	}
+	resPath, err := runPhase(ctx, gha, stdout, stderr, getenv, run, in)
+	if err != nil || in.phase == "run" || in.mode == "refresh" {
+		return Outcome{}, err
+	}
+	return postPhase(ctx, gha, stderr, getenv, in, resPath)
+}
+
+// loadConfig reads and checks perf.yaml, annotating every error at its
+// line and column.
+func loadConfig(gha *IO, getenv func(string) string, path string) (*config.Config, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		annotateConfig(gha, getenv, path, err)
+		return nil, err
+	}
+	return c, nil
+}
+
+func annotateConfig(gha *IO, getenv func(string) string, path string, err error) {
+	rel := func(f string) string {
+		if ws := getenv("GITHUB_WORKSPACE"); ws != "" {
+			if abs, e := filepath.Abs(f); e == nil {
+				if r, e := filepath.Rel(ws, abs); e == nil && !strings.HasPrefix(r, "..") {
+					return r
+				}
+			}
+		}
+		return f
+	}
+	var es config.Errors
+	var e *config.Error
+	switch {
+	case errors.As(err, &es):
+		for _, x := range es {
+			gha.ErrorAt(rel(x.File), x.Line, x.Col, "gpugate: perf.yaml", x.Msg)
+		}
+	case errors.As(err, &e):
+		gha.ErrorAt(rel(e.File), e.Line, e.Col, "gpugate: perf.yaml", e.Msg)
+	default:
+		gha.ErrorAt(rel(path), 0, 0, "gpugate: perf.yaml", err.Error())
+	}
+}
+
+func preparePhase(ctx context.Context, gha *IO, getenv func(string) string, in inputs) error {
+	c, err := loadConfig(gha, getenv, in.config)
+	if err != nil {
+		return err
+	}
+	w, err := c.Workload(in.workload)
+	if err != nil {
+		gha.Error("gpugate: workload", err.Error())
+		return err
+	}
+	db := store(getenv, in, c, w)
+	_, art := Folders(getenv, w.Name)
+	gha.SetOutput("db", db)
+	gha.SetOutput("artifact-name", "gpugate-"+Slug(w.Name))
+	gha.SetOutput("artifacts-path", art)
+	if !in.cache || isPostgres(db) {
+		gha.SetOutput("cache", "false")
+		return nil
+	}
+	// The fingerprint a run of w will record, resolved as the run does.
+	plan, err := pipeline.Prepare(ctx, pipeline.Options{Config: c, Workload: w, Nsys: getenv("GPUGATE_NSYS")})
+	if err != nil {
+		return err
+	}
+	fp := plan.FP.Hash()
+	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
+		return err
+	}
+	gha.SetOutput("cache", "true")
+	gha.SetOutput("store-dir", filepath.Dir(db))
+	gha.SetOutput("cache-key", CacheKey(w.Name, fp, getenv("GITHUB_RUN_ID"), getenv("GITHUB_RUN_ATTEMPT")))
+	gha.SetOutput("cache-restore-key", CacheKeyPrefix(w.Name, fp))
+	return nil
+}
+
+// runPhase profiles and compares, writes the evidence and the result, and
+// returns the result's path. It fails only for trouble; the verdict's exit
+// status is the post step's.
+func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv func(string) string,
+	run func(context.Context, pipeline.Options) (*pipeline.Outcome, error), in inputs) (string, error) {
+	c, err := loadConfig(gha, getenv, in.config)
+	if err != nil {
+		return "", err
+	}
+	if in.baseBranch != "" {
+		c.Baseline.Branch = in.baseBranch
+	}
+	w, err := c.Workload(in.workload)
+	if err != nil {
+		gha.Error("gpugate: workload", err.Error())
+		return "", err
+	}
+	runs, art := Folders(getenv, w.Name)
+	os.RemoveAll(runs)
+	os.RemoveAll(art)
+	db := store(getenv, in, c, w)
+	if !isPostgres(db) {
+		os.MkdirAll(filepath.Dir(db), 0o755)
+	}
+	// A pull request's code is not trusted to write to the store.
+	opts := pipeline.Options{Config: c, Workload: w, DB: db, Nsys: getenv("GPUGATE_NSYS"), Out: runs, ReadOnly: in.mode == "pr", Stdout: stdout, Log: stderr}
+	if in.mode == "refresh" {
+		opts.Record = true
+		w.Repeat = max(w.Repeat, c.Baseline.Runs)
+	}
+	gha.Group("gpugate: " + Slug(w.Name))
+	oc, err := run(ctx, opts)
+	gha.EndGroup()
+	if err != nil {
+		var je *runner.Error
+		if errors.As(err, &je) {
+			gha.Error("gpugate: the training job failed", fmt.Sprintf("job %s %s; last lines of its log (%s):\n%s", Slug(je.Job), je.What, je.Log, strings.Join(je.Tail, "\n")))
+		} else {
+			gha.Error("gpugate", err.Error())
+		}
+		return "", err
+	}
+	rep := oc.Report
+	ev, _ := readEvent(getenv)
+	if in.mode == "pr" && slices.Contains(ev.Labels, in.acceptLabel) {
+		gate.Accept(rep, in.acceptLabel)
+	}
+	for _, wn := range rep.Warnings {
+		gha.Warning("gpugate: "+warningTitle(wn), wn)
+	}
+	if oc.Err != nil {
+		gha.Error("gpugate: no comparison", oc.Err.Error())
+	}
+
+	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap)
+	if err != nil {
+		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
+	}
+	res := Result{Version: ResultVersion, Workload: Slug(w.Name), PR: ev.PR, HeadSHA: ev.HeadSHA, Report: rep, Baseline: oc.Baseline,
+		Machine: describeFingerprint(oc), BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand),
+		Artifact: "gpugate-" + Slug(w.Name), Traces: traces, Omitted: omitted,
+		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)"}
+	md, err := RenderComment(res, getenv, "")
+	if err != nil {
+		return "", err
+	}
+	var js bytes.Buffer
+	report.WriteCompareJSON(&js, rep)
+	resJSON, _ := json.MarshalIndent(res, "", "  ")
+	for name, data := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "gpugate-result.json": resJSON} {
+		if err := os.WriteFile(filepath.Join(art, name), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	resPath := filepath.Join(art, "gpugate-result.json")
+	gha.Summary(string(md))
+	gha.SetOutput("verdict", string(rep.Verdict))
+	gha.SetOutput("report-path", filepath.Join(art, "report.md"))
+	gha.SetOutput("result-path", resPath)
+	gha.SetOutput("artifacts-path", art)
+	gha.SetOutput("artifact-name", res.Artifact)
+	var regressed []string
+	delta := ""
+	for _, m := range rep.Metrics {
+		if m.Name == "step_time" && !math.IsInf(m.DeltaPct, 0) && !math.IsNaN(m.DeltaPct) {
+			delta = fmt.Sprintf("%.2f", m.DeltaPct)
+		}
+		if m.Verdict == stats.Regression {
+			regressed = append(regressed, m.Name)
+			if m.Gate && rep.Verdict != stats.Accepted {
+				gha.Error("gpugate: "+m.Name+" regressed", fmt.Sprintf("%s: %s → %s (%s, allowance ±%.0f%%, p=%.3f)", m.Name,
+					report.Value(m.Baseline.Median, m.Unit), report.Value(m.Candidate.Median, m.Unit), report.Delta(m), m.AllowancePct, m.P))
+			}
+		}
+	}
+	if delta != "" {
+		gha.SetOutput("step-time-delta", delta)
+	}
+	gha.SetOutput("regressions", strings.Join(regressed, ","))
+	compact, _ := json.Marshal(map[string]any{"workload": res.Workload, "verdict": rep.Verdict, "regressions": nonNil(regressed),
+		"step_time_delta_pct": delta, "accepted": rep.Accepted != nil})
+	gha.SetOutput("result-json", string(compact))
+	if in.mode == "refresh" {
+		gha.SetOutput("recorded", "true")
+	}
+	if oc.Err != nil {
+		return resPath, oc.Err
+	}
+	return resPath, nil
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+func warningTitle(w string) string {
+	switch {
+	case strings.Contains(w, "stale"):
+		return "stale baseline"
+	case strings.Contains(w, "fingerprint"):
+		return "baseline from other hardware"
+	case strings.Contains(w, "no baseline"), strings.Contains(w, "nothing to compare"):
+		return "no baseline"
+	}
+	return "warning"
+}
+
+func readEvent(getenv func(string) string) (Event, error) {
+	path := getenv("GITHUB_EVENT_PATH")
+	if path == "" {
+		return Event{}, nil
+	}
+	payload, err := os.ReadFile(path)
+	if err != nil {
+		return Event{}, err
+	}
+	return ParseEvent(getenv("GITHUB_EVENT_NAME"), payload)
+}
+
+func newClient(getenv func(string) string, in inputs) (*Client, error) {
+	c, err := NewClient(getenv("GITHUB_API_URL"), in.token, getenv("GITHUB_REPOSITORY"), Options{})
+	if err != nil {
+		return nil, err
+	}
+	c.Bot = in.bot
+	return c, nil
+}
+
+// postPhase posts a result of this job's run: the comment, the check run,
+// the link to the evidence, and the exit status of the verdict.
+func postPhase(ctx context.Context, gha *IO, log io.Writer, getenv func(string) string, in inputs, resPath string) (Outcome, error) {
+	r, err := ReadResult(resPath)
+	if err != nil {
+		gha.Error("gpugate", err.Error())
+		return Outcome{}, err
+	}
+	artifactURL := getenv("GPUGATE_ARTIFACT_URL")
+	if artifactURL != "" {
+		gha.Summary(fmt.Sprintf("\n**Evidence:** artifact `%s` — %s (traces, report as Markdown and JSON, job log).\n", r.Artifact, artifactURL))
+	}
+	md, err := RenderComment(r, getenv, artifactURL)
+	if err != nil {
+		return Outcome{}, err
+	}
+	ev, _ := readEvent(getenv)
+	verdict := r.Report.Verdict
+	if ev.PR != 0 && in.comment != "never" {
+		if in.token == "" {
+			readOnly(gha, ev.Fork, "no github-token input")
+		} else if c, err := newClient(getenv, in); err != nil {
+			return Outcome{}, err
+		} else {
+			// on-regression: a regression creates the comment; a later pass
+			// edits it, so that no ❌ is left standing.
+			create := in.comment == "always" || verdict == stats.Regression
+			cm, err := c.Upsert(ctx, ev.PR, Marker(Slug(r.Workload)), string(md), create)
+			switch {
+			case errors.Is(err, ErrReadOnly):
+				readOnly(gha, ev.Fork, err.Error())
+			case err != nil:
+				gha.Error("gpugate: no PR comment", err.Error())
+				return Outcome{}, err
+			case !cm.Skipped:
+				verb := map[bool]string{true: "created", false: "updated"}[cm.Created]
+				fmt.Fprintf(log, "gpugate: %s comment %d on pull request #%d\n", verb, cm.ID, ev.PR)
+				gha.SetOutput("comment-url", cm.URL)
+			}
+		}
+	}
+	if in.checkRun && ev.HeadSHA != "" && in.token != "" {
+		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure", stats.Inconclusive: "neutral",
+			stats.Accepted: "success", stats.NoBaseline: "neutral", stats.Improvement: "success"}[verdict]
+		if c, err := newClient(getenv, in); err == nil {
+			if err := c.CheckRun(ctx, "gpugate / "+Slug(r.Workload), ev.HeadSHA, conclusion, "gpugate: "+string(verdict), string(md)); err != nil {
+				gha.Warning("gpugate: no check run", err.Error())
+			}
+		}
+	}
+	if !in.failOnRegression && (verdict == stats.Regression || verdict == stats.Inconclusive) {
+		return Outcome{Verdict: verdict}, nil
+	}
+	return Outcome{Verdict: verdict, Exit: true}, nil
+}
+
+// readOnly explains, in the job summary, why there is no comment and how to
+// get one.
+func readOnly(gha *IO, fork bool, detail string) {
+	why := "the token given to gpugate cannot write pull request comments (" + detail + ")"
+	if fork {
+		why = "this pull request comes from a fork, and GitHub gives such runs a read-only token"
+	}
+	gha.Warning("gpugate: no PR comment", why+"; the report is in the job summary")
+	gha.Summary("\n> **No PR comment:** " + why + ". To comment anyway, upload the artifact (output `artifacts-path`, which holds `gpugate-result.json`) " +
+		"and post it from a second workflow on `workflow_run` with `mode: comment` (see examples/workflows/gpugate-fork-safe-*.yml in gpugate). " +
+		"Give it `permissions: pull-requests: write`.\n")
+}
+
+var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// commentMode posts the result of a run of untrusted code (the fork
+// flow): the artifact is data that must agree with the pull request that
+// this job finds itself, from the workflow_run event and the API.
+func commentMode(ctx context.Context, gha *IO, log io.Writer, getenv func(string) string, in inputs) error {
+	refuse := func(format string, args ...any) error {
+		err := fmt.Errorf("nothing posted: "+format, args...)
+		gha.Error("gpugate: artifact refused", err.Error())
+		// The reason quotes the artifact: a code span in the summary, so
+		// that none of it renders as Markdown.
+		why := strings.NewReplacer("\n", " ", "\r", " ", "`", "'").Replace(err.Error())
+		gha.Summary("\n> **gpugate posted no comment:** `" + why + "`\n")
+		return err
+	}
+	ev, err := readEvent(getenv)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	run := ev.Run
+	switch {
+	case run == nil:
+		return refuse("mode comment runs on a workflow_run event, not %q: it takes the pull request from the completed run", ev.Name)
+	case run.Conclusion != "success":
+		return refuse("the run %d concluded %q, not success", run.ID, run.Conclusion)
+	case run.Event != "pull_request" && run.Event != "pull_request_target":
+		return refuse("the run %d was started by %q, not by a pull request", run.ID, run.Event)
+	case !shaRE.MatchString(run.HeadSHA):
+		return refuse("the run's head SHA %q is not a commit id", run.HeadSHA)
+	}
+	r, err := ReadResult(in.result)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	if in.token == "" {
+		return refuse("no github-token input")
+	}
+	c, err := newClient(getenv, in)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	pr, err := c.FindPR(ctx, run.HeadRepo, run.HeadBranch, run.HeadSHA)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	// The artifact's own claims must agree with what GitHub says.
+	switch {
+	case r.HeadSHA != run.HeadSHA:
+		return refuse("the artifact is for commit %q but the run was on %s", r.HeadSHA, run.HeadSHA)
+	case r.PR != 0 && r.PR != pr.Number:
+		return refuse("the artifact names pull request #%d but commit %s is the head of #%d", r.PR, run.HeadSHA, pr.Number)
+	case config.CheckName(r.Workload) != nil:
+		return refuse("the artifact's workload name %q is not a plain name", r.Workload)
+	}
+	if err := checkReport(r.Report); err != nil {
+		return refuse("%v", err)
+	}
+	// Re-derive the verdict from the metrics rather than believe the
+	// artifact, and take acceptance from the pull request's labels.
+	rep := r.Report
+	rederive(rep)
+	if slices.Contains(pr.Labels, in.acceptLabel) {
+		gate.Accept(rep, in.acceptLabel)
+	}
+	r.Artifact = "gpugate-" + r.Workload
+	artifactURL := ""
+	if s := getenv("GITHUB_SERVER_URL"); s != "" && getenv("GITHUB_REPOSITORY") != "" {
+		artifactURL = fmt.Sprintf("%s/%s/actions/runs/%d", s, getenv("GITHUB_REPOSITORY"), run.ID)
+	}
+	md, err := RenderComment(r, getenv, artifactURL)
+	if err != nil {
+		return err
+	}
+	gha.Summary(string(md))
+	if in.comment == "never" {
+		return nil
+	}
+	cm, err := c.Upsert(ctx, pr.Number, Marker(r.Workload), string(md), in.comment == "always" || rep.Verdict == stats.Regression)
+	if err != nil {
+		gha.Error("gpugate: no PR comment", err.Error())
+		return err
+	}
+	if !cm.Skipped {
+		fmt.Fprintf(log, "gpugate: posted the result of run %d to pull request #%d (comment %d)\n", run.ID, pr.Number, cm.ID)
+		gha.SetOutput("comment-url", cm.URL)
+	}
+	gha.SetOutput("verdict", string(rep.Verdict))
+	return nil
+}
+
+var findingRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)
+
+// checkReport refuses a report that no gpugate wrote: metrics gpugate does
+// not compute, verdicts it does not give, finding ids it does not have.
+// rederive sets an artifact's verdict from its metrics rather than
+// believe it, and then voids it by the run conditions the report carries,
+// with gpugate's own margins, as the run did (gate.ApplyConditions): a
+// regression on a throttled GPU stays inconclusive, and a pass against a
+// baseline that ran under worse conditions does not turn into a pass.
+func rederive(rep *gate.Report) {
+	rep.Accepted = nil
+	if len(rep.Metrics) > 0 {
+		rep.Verdict = stats.Overall(rep.Metrics)
+	} else if rep.Verdict != stats.NoBaseline && rep.Verdict != stats.Inconclusive {
+		rep.Verdict = stats.NoBaseline
+	}
+	if rc := rep.Conditions; rc != nil {
+		// ApplyConditions states its reasons again.
+		rep.Warnings = slices.DeleteFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "run conditions void the ") })
+		gate.ApplyConditions(rep, rc.Baseline, rc.Candidate, gate.DefaultConditionMargins, "not recorded")
+	}
+}
+
+func checkReport(r *gate.Report) error {
+	verdicts := []stats.Verdict{stats.Pass, stats.Regression, stats.Improvement, stats.Inconclusive, stats.NoBaseline, stats.Accepted}
+	if !slices.Contains(verdicts, r.Verdict) {
+		return fmt.Errorf("the artifact's verdict %q is not one gpugate gives", r.Verdict)
+	}
+	for _, m := range r.Metrics {
+		known, ok := analysis.MetricByName(m.Name)
+		if !ok || known.Name != m.Name {
+			return fmt.Errorf("the artifact has a metric %q that gpugate does not compute", m.Name)
+		}
+		if !slices.Contains(verdicts[:4], m.Verdict) {
+			return fmt.Errorf("the artifact's metric %s has verdict %q", m.Name, m.Verdict)
+		}
+	}
+	for _, f := range r.Findings {
+		if !findingRE.MatchString(f.ID) {
+			return fmt.Errorf("the artifact has a finding %q that gpugate does not make", f.ID)
+		}
+	}
+	return nil
+}
+
+func describeFingerprint(oc *pipeline.Outcome) string {
+	f := oc.Fingerprint
+	gpu := "no GPU"
+	if f.GPUCount > 0 {
+		gpu = fmt.Sprintf("%d× %s (driver %s, CUDA %s)", f.GPUCount, f.GPU, f.Driver, f.CUDA)
+	}
+	s := fmt.Sprintf("%s; %s, %d CPUs; torch %s, Python %s; profiler %s", gpu, f.CPU, f.CPUs, f.Torch, f.Python, f.Profiler)
+	if f.Nsys != "" {
+		s += " " + f.Nsys
+	}
+	return s + "; fingerprint " + f.Hash()
+}

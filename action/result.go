@@ -1,0 +1,82 @@
+package action
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/trace"
+)
+
+// ResultVersion is the version of gpugate-result.json.
+const ResultVersion = 2
+
+// Result is what a run leaves for the post step and, in the fork flow, for
+// the privileged comment job: data, never Markdown. The comment is
+// rendered from it, with every name escaped, by whoever posts it.
+type Result struct {
+	Version  int    `json:"version"`
+	Workload string `json:"workload"` // a slug
+	// PR and HeadSHA are what the run's event said; the comment job checks
+	// them against the pull request it finds itself.
+	PR       int          `json:"pr"`
+	HeadSHA  string       `json:"head_sha"`
+	Report   *gate.Report `json:"report"`
+	Baseline string       `json:"baseline"` // what was compared with, in words
+	Machine  string       `json:"machine"`  // the fingerprint, in words
+	// BaseSteps and CandSteps are step times in ms, for the chart.
+	BaseSteps []float64 `json:"baseline_step_ms"`
+	CandSteps []float64 `json:"candidate_step_ms"`
+	Artifact  string    `json:"artifact"` // the artifact's name
+	Traces    []string  `json:"traces"`   // trace files in the artifact
+	Omitted   int       `json:"traces_omitted"`
+	Record    string    `json:"record,omitempty"` // the command that records a baseline
+}
+
+// RenderComment renders a result as the PR comment.
+func RenderComment(r Result, getenv func(string) string, artifactURL string) ([]byte, error) {
+	info := report.CommentInfo{Marker: Marker(Slug(r.Workload)), Workload: r.Workload, Baseline: r.Baseline, Fingerprint: r.Machine,
+		ArtifactName: r.Artifact, ArtifactURL: artifactURL, Traces: r.Traces, Omitted: r.Omitted,
+		BaseSteps: r.BaseSteps, CandSteps: r.CandSteps, Record: r.Record}
+	if s := getenv("GITHUB_SERVER_URL"); s != "" && getenv("GITHUB_REPOSITORY") != "" && getenv("GITHUB_RUN_ID") != "" {
+		info.SummaryURL = fmt.Sprintf("%s/%s/actions/runs/%s", s, getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"))
+	}
+	var md bytes.Buffer
+	err := report.WriteComment(&md, r.Report, info)
+	return md.Bytes(), err
+}
+
+// maxResult bounds gpugate-result.json: a report with its kernel lists
+// and step series is far smaller.
+const maxResult = 8 << 20
+
+func ReadResult(path string) (Result, error) {
+	var r Result
+	if path == "" {
+		return r, errors.New("no gpugate-result.json: the result input is empty")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return r, fmt.Errorf("read result %w", trace.WithPath(err, path))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
+	if err != nil {
+		return r, fmt.Errorf("read result %s: %v", path, err)
+	}
+	if len(b) > maxResult {
+		return r, fmt.Errorf("read result %s: larger than %d MB, not a gpugate result", path, maxResult>>20)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("read result %s: not a gpugate result: %v", path, err)
+	}
+	if r.Version != ResultVersion || r.Report == nil {
+		return r, fmt.Errorf("read result %s: version %d with report %v, want version %d with a report (made by another gpugate release?)", path, r.Version, r.Report != nil, ResultVersion)
+	}
+	return r, nil
+}
