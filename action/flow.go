@@ -55,6 +55,7 @@ type Outcome struct {
 // inputs are the action's inputs, checked.
 type inputs struct {
 	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot string
+	alert, webhook                                                                          string // refresh mode's alert (alert.go)
 	failOnRegression, checkRun, cache                                                       bool
 	sizeCap                                                                                 int64 // bytes
 }
@@ -80,6 +81,12 @@ func readInputs(gha *IO) (inputs, error) {
 	def(&in.config, "perf.yaml")
 	def(&in.acceptLabel, "gpugate/accept-regression")
 	def(&in.bot, BotLogin)
+	in.alert, in.webhook = gha.Input("alert"), gha.Input("webhook")
+	def(&in.alert, "issue")
+	gha.Mask(in.webhook)
+	if in.alert != "issue" && in.alert != "none" {
+		return in, fmt.Errorf("input alert: %q is not issue or none", in.alert)
+	}
 	switch in.phase {
 	case "", "prepare", "run", "post":
 	default:
@@ -134,13 +141,20 @@ func Run(ctx context.Context, env Env) (Outcome, error) {
 	if in.mode == "comment" {
 		return Outcome{}, commentMode(ctx, gha, stderr, getenv, in)
 	}
-	switch in.phase {
-	case "prepare":
+	switch {
+	case in.phase == "prepare":
 		return Outcome{}, preparePhase(ctx, gha, getenv, in)
-	case "post":
+	case in.phase == "post" && in.mode == "refresh":
+		// The alert runs in the post step, which holds the token; the run
+		// step, which runs the job, never does.
+		return Outcome{}, alertPhase(ctx, gha, getenv, in)
+	case in.phase == "post":
 		return postPhase(ctx, gha, stderr, getenv, in, in.result)
 	}
 	resPath, err := runPhase(ctx, gha, stdout, stderr, getenv, run, in)
+	if err == nil && in.phase == "" && in.mode == "refresh" {
+		err = alertPhase(ctx, gha, getenv, in)
+	}
 	if err != nil || in.phase == "run" || in.mode == "refresh" {
 		return Outcome{}, err
 	}

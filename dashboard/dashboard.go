@@ -104,6 +104,16 @@ func WorkloadFile(name string) string {
 // Write builds the site from runs into dir, which it creates. Pages of
 // an older site in dir are overwritten; nothing else there is touched.
 func Write(dir string, runs []baseline.Run, o Options) (*Site, error) {
+	site, err := Load(runs, o)
+	if err != nil {
+		return nil, err
+	}
+	return site, site.write(dir)
+}
+
+// Load reads runs into workloads, their charts and change points, without
+// writing anything (the Action's alert reads the change points).
+func Load(runs []baseline.Run, o Options) (*Site, error) {
 	if o.Metrics == nil {
 		o.Metrics = gate.DefaultGate
 	}
@@ -149,8 +159,12 @@ func Write(dir string, runs []baseline.Run, o Options) (*Site, error) {
 		w.Verdict = verdict(w)
 		w.Spark = spark(w)
 	}
+	return site, nil
+}
+
+func (site *Site) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("dashboard: %w", err)
+		return fmt.Errorf("dashboard: %w", err)
 	}
 	write := func(name string, tmpl string, data any) error {
 		var b strings.Builder
@@ -164,19 +178,19 @@ func Write(dir string, runs []baseline.Run, o Options) (*Site, error) {
 		return nil
 	}
 	if err := write("index.html", "index", site); err != nil {
-		return nil, err
+		return err
 	}
 	for _, w := range site.Workloads {
 		if err := write(w.File, "workload", w); err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range w.Runs {
 			if err := write(r.File, "run", runPage{W: w, R: r}); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return site, nil
+	return nil
 }
 
 // values are a run's per-metric numbers: each profile's median step (the
