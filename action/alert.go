@@ -58,6 +58,9 @@ func Shifts(runs []baseline.Run, workload, branch string) ([]Shift, error) {
 				series = s
 			}
 		}
+		if series == nil {
+			continue
+		}
 		var newest *dashboard.ChangeMark
 		for _, m := range c.Changes {
 			if m.Fingerprint == fp && m.Change.Index >= len(series.Points)-alertRecent {

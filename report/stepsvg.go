@@ -192,6 +192,12 @@ func StepSVG(w io.Writer, sides []StepSide) error {
 		for _, l := range g.lanes {
 			fmt.Fprintf(&b, `<g class="lane" data-lane="%s"><text x="4" y="%.1f">%s</text><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#ddd"/>`, xmlText(l.name), y+13, xmlText(l.name), left, y, x(g.span)-left, laneH)
 			for _, bx := range l.boxes {
+				// Host ranges may start before the step's GPU window
+				// or end after it: the picture is of the window.
+				bx.start, bx.end = max(bx.start, 0), min(bx.end, g.span)
+				if bx.end <= bx.start {
+					continue
+				}
 				fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"><title>%s</title></rect>`, x(bx.start), y+1, max(0.5, x(bx.end)-x(bx.start)), laneH-2, bx.color, xmlText(bx.label))
 			}
 			b.WriteString("</g>\n")
