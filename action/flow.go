@@ -290,13 +290,15 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	if err != nil {
 		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
 	}
-	if err := writeStepPicture(art, oc); err != nil {
+	picture, err := writeStepPicture(art, oc)
+	if err != nil {
 		gha.Warning("gpugate: step picture", err.Error())
 	}
 	res := Result{Version: ResultVersion, Workload: Slug(w.Name), PR: ev.PR, HeadSHA: ev.HeadSHA, Report: rep, Baseline: oc.Baseline,
 		Machine: describeFingerprint(oc), BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand),
 		Artifact: "gpugate-" + Slug(w.Name), Traces: traces, Omitted: omitted,
-		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)"}
+		Record:      "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)",
+		StepPicture: picture}
 	md, err := RenderComment(res, getenv, "")
 	if err != nil {
 		return "", err

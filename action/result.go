@@ -36,13 +36,15 @@ type Result struct {
 	Traces    []string  `json:"traces"`   // trace files in the artifact
 	Omitted   int       `json:"traces_omitted"`
 	Record    string    `json:"record,omitempty"` // the command that records a baseline
+	// StepPicture: the artifact holds step.svg (writeStepPicture).
+	StepPicture bool `json:"step_picture,omitempty"`
 }
 
 // RenderComment renders a result as the PR comment.
 func RenderComment(r Result, getenv func(string) string, artifactURL string) ([]byte, error) {
 	info := report.CommentInfo{Marker: Marker(Slug(r.Workload)), Workload: r.Workload, Baseline: r.Baseline, Fingerprint: r.Machine,
 		ArtifactName: r.Artifact, ArtifactURL: artifactURL, Traces: r.Traces, Omitted: r.Omitted,
-		BaseSteps: r.BaseSteps, CandSteps: r.CandSteps, Record: r.Record}
+		BaseSteps: r.BaseSteps, CandSteps: r.CandSteps, Record: r.Record, StepPicture: r.StepPicture}
 	if s := getenv("GITHUB_SERVER_URL"); s != "" && getenv("GITHUB_REPOSITORY") != "" && getenv("GITHUB_RUN_ID") != "" {
 		info.SummaryURL = fmt.Sprintf("%s/%s/actions/runs/%s", s, getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"))
 	}

@@ -14,8 +14,8 @@ import (
 // median step of the first profile of the first run of each side whose
 // trace was read in this job (report.StepSVG). A stored baseline keeps
 // each step's numbers, not its timeline, so it has no picture; with no
-// side left, nothing is written.
-func writeStepPicture(art string, oc *pipeline.Outcome) error {
+// side left, nothing is written. It reports whether it wrote the file.
+func writeStepPicture(art string, oc *pipeline.Outcome) (bool, error) {
 	var sides []report.StepSide
 	for _, s := range []struct {
 		label string
@@ -31,11 +31,14 @@ func writeStepPicture(art string, oc *pipeline.Outcome) error {
 		sides = append(sides, report.StepSide{Label: s.label, Result: r})
 	}
 	if len(sides) == 0 {
-		return nil
+		return false, nil
 	}
 	var b bytes.Buffer
 	if err := report.StepSVG(&b, sides); err != nil {
-		return err
+		return false, err
 	}
-	return os.WriteFile(filepath.Join(art, "step.svg"), b.Bytes(), 0o644)
+	if err := os.WriteFile(filepath.Join(art, "step.svg"), b.Bytes(), 0o644); err != nil {
+		return false, err
+	}
+	return true, nil
 }

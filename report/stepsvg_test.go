@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -114,4 +115,19 @@ func TestStepSVGHostile(t *testing.T) {
 		}
 	}
 	_ = trace.Kernel
+}
+
+// The comment points at step.svg when the artifact holds it, and only then.
+func TestCommentStepPicture(t *testing.T) {
+	base := run(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	rep := gate.Compare([]gate.Run{base}, []gate.Run{base}, gate.Options{})
+	for _, pic := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := WriteComment(&b, rep, CommentInfo{Marker: "<!-- m -->", Workload: "w", ArtifactName: "gpugate-w", ArtifactURL: "https://github.example/a/1", StepPicture: pic}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), "Its `step.svg` pictures the median step"); got != pic {
+			t.Errorf("StepPicture %v: comment mentions step.svg: %v", pic, got)
+		}
+	}
 }
