@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/pgtest"
@@ -64,5 +70,63 @@ func TestDashboardCommand(t *testing.T) {
 	}
 	if code, _, stderr := run(t, "dashboard", "-db", "x.db"); code != 2 || !strings.Contains(stderr, "-out") {
 		t.Errorf("no -out: exit %d %s", code, stderr)
+	}
+}
+
+// syncBuf is a buffer that a test reads while a command writes it.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// dashboard -serve serves the site it wrote until interrupted, then exits 0.
+func TestDashboardServe(t *testing.T) {
+	trace := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	db := filepath.Join(t.TempDir(), "perf.db")
+	if code, _, e := run(t, "baseline", "record", trace, "-workload", "w", "-db", db); code != 0 {
+		t.Fatalf("record: %d %s", code, e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuf
+	done := make(chan int)
+	go func() {
+		done <- gpugate(ctx, []string{"dashboard", "-db", db, "-out", filepath.Join(t.TempDir(), "site"), "-serve", "127.0.0.1:0"}, &out, &errb)
+	}()
+	addr := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)`)
+	var url string
+	for i := 0; i < 200 && url == ""; i++ {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if url == "" {
+		t.Fatalf("not serving:\n%s%s", out.String(), errb.String())
+	}
+	resp, err := http.Get(url + "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "gpugate: workloads") {
+		t.Errorf("GET index.html: %s\n%.200s", resp.Status, body)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("after interrupt: exit %d %s", code, errb.String())
 	}
 }
