@@ -55,8 +55,9 @@ type Outcome struct {
 // inputs are the action's inputs, checked.
 type inputs struct {
 	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot, prInfo string
-	failOnRegression, checkRun, cache                                                       bool
-	sizeCap                                                                                 int64 // bytes
+	alert, webhook                                                                                  string // refresh mode's alert (alert.go)
+	failOnRegression, checkRun, cache                                                               bool
+	sizeCap                                                                                         int64 // bytes
 }
 
 func boolInput(v string, def bool) (bool, error) {
@@ -80,6 +81,12 @@ func readInputs(gha *IO) (inputs, error) {
 	def(&in.config, "perf.yaml")
 	def(&in.acceptLabel, "gpugate/accept-regression")
 	def(&in.bot, BotLogin)
+	in.alert, in.webhook = gha.Input("alert"), gha.Input("webhook")
+	def(&in.alert, "issue")
+	gha.Mask(in.webhook)
+	if in.alert != "issue" && in.alert != "none" {
+		return in, fmt.Errorf("input alert: %q is not issue or none", in.alert)
+	}
 	switch in.phase {
 	case "", "prepare", "run", "post":
 	default:
@@ -134,13 +141,20 @@ func Run(ctx context.Context, env Env) (Outcome, error) {
 	if in.mode == "comment" {
 		return Outcome{}, commentMode(ctx, gha, stderr, getenv, in)
 	}
-	switch in.phase {
-	case "prepare":
+	switch {
+	case in.phase == "prepare":
 		return Outcome{}, preparePhase(ctx, gha, getenv, in)
-	case "post":
+	case in.phase == "post" && in.mode == "refresh":
+		// The alert runs in the post step, which holds the token; the run
+		// step, which runs the job, never does.
+		return Outcome{}, alertPhase(ctx, gha, getenv, in)
+	case in.phase == "post":
 		return postPhase(ctx, gha, stderr, getenv, in, in.result)
 	}
 	resPath, err := runPhase(ctx, gha, stdout, stderr, getenv, run, in)
+	if err == nil && in.phase == "" && in.mode == "refresh" {
+		err = alertPhase(ctx, gha, getenv, in)
+	}
 	if err != nil || in.phase == "run" || in.mode == "refresh" {
 		return Outcome{}, err
 	}
@@ -280,10 +294,15 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	if err != nil {
 		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
 	}
+	picture, err := writeStepPicture(art, oc)
+	if err != nil {
+		gha.Warning("gpugate: step picture", err.Error())
+	}
 	res := Result{Version: ResultVersion, Workload: Slug(w.Name), PR: ev.PR, HeadSHA: ev.HeadSHA, Report: rep, Baseline: oc.Baseline,
 		Machine: describeFingerprint(oc), BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand),
 		Artifact: "gpugate-" + Slug(w.Name), Traces: traces, Omitted: omitted,
-		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)", Samples: map[string]MetricSamples{}}
+		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)", Samples: map[string]MetricSamples{},
+		StepPicture: picture}
 	for _, m := range rep.Metrics {
 		if am, ok := analysis.MetricByName(m.Name); ok {
 			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(gate.Samples(oc.Base, am)), Candidate: finiteRuns(gate.Samples(oc.Cand, am))}

@@ -40,6 +40,8 @@ type Result struct {
 	// run, by metric name: the comment job judges every metric again
 	// from them (gate.Rejudge) rather than believe the report's verdicts.
 	Samples map[string]MetricSamples `json:"samples"`
+	// StepPicture: the artifact holds step.svg (writeStepPicture).
+	StepPicture bool `json:"step_picture,omitempty"`
 }
 
 // MetricSamples are one metric's values on both sides (gate.Samples).
@@ -52,7 +54,7 @@ type MetricSamples struct {
 func RenderComment(r Result, getenv func(string) string, artifactURL string) ([]byte, error) {
 	info := report.CommentInfo{Marker: Marker(Slug(r.Workload)), Workload: r.Workload, Baseline: r.Baseline, Fingerprint: r.Machine,
 		ArtifactName: r.Artifact, ArtifactURL: artifactURL, Traces: r.Traces, Omitted: r.Omitted,
-		BaseSteps: r.BaseSteps, CandSteps: r.CandSteps, Record: r.Record}
+		BaseSteps: r.BaseSteps, CandSteps: r.CandSteps, Record: r.Record, StepPicture: r.StepPicture}
 	if s := getenv("GITHUB_SERVER_URL"); s != "" && getenv("GITHUB_REPOSITORY") != "" && getenv("GITHUB_RUN_ID") != "" {
 		info.SummaryURL = fmt.Sprintf("%s/%s/actions/runs/%s", s, getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"))
 	}

@@ -35,6 +35,9 @@ type CommentInfo struct {
 	// Record is the command that records a baseline, shown when there is
 	// none.
 	Record string
+	// StepPicture: the artifact holds step.svg, the median step of each
+	// side as a picture (StepSVG).
+	StepPicture bool
 }
 
 // MaxComment is GitHub's limit on a comment body.
@@ -93,6 +96,9 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 		b.WriteString("\n#### Evidence\n\n")
 		if info.ArtifactURL != "" {
 			fmt.Fprintf(&b, "Artifact %s: %s — the traces, this report as Markdown and JSON, and the job's log.\n", mdCode(info.ArtifactName), mdURL(info.ArtifactURL))
+			if info.StepPicture {
+				b.WriteString("Its `step.svg` pictures the median step of each side on one time axis: host thread, GPU streams, and the GPU's idle gaps with their causes.\n")
+			}
 		}
 		b.WriteString(howToOpen(info.Traces, info.Omitted))
 	}

@@ -26,6 +26,8 @@ if ! act --version 2>/dev/null | grep -q 0.2.89; then
 fi
 # actionlint checks examples/workflows and .github/workflows (TestActionlint).
 bash scripts/setup-actionlint.sh
+# Chromium: the dashboard's browser tests (chromedp) fail without it under CI=true.
+bash scripts/setup-chromium.sh
 go vet ./...
 # -p 1: the end-to-end tests time real training runs; other packages
 # running beside them on a 2-core machine would distort those timings.

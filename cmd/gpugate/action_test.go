@@ -134,9 +134,9 @@ func TestActionCommand(t *testing.T) {
 		t.Errorf("job summary lacks the finding:\n%s", sum)
 	}
 	// The evidence: traces compressed, the report as Markdown and JSON, the
-	// job's log, and the result as data.
+	// job's log, the result as data, and the picture of the median step.
 	_, art := action.Folders(m.get, "resnet")
-	for _, p := range []string{"traces/trace-0.json.gz", "report.md", "report.json", "gpugate-result.json", "logs/job.log"} {
+	for _, p := range []string{"traces/trace-0.json.gz", "report.md", "report.json", "gpugate-result.json", "logs/job.log", "step.svg"} {
 		if _, err := os.Stat(filepath.Join(art, p)); err != nil {
 			t.Errorf("artifact folder lacks %s: %v", p, err)
 		}

@@ -22,6 +22,7 @@ Commands:
 	baseline show      show a metric's history over the baseline runs, and any sustained shift
 	compare            compare a candidate with a baseline: what regressed, whether it is real, and why
 	config check       validate a perf.yaml without running anything
+	dashboard          write a static web site of the store's history
 	run                profile a training job and gate it against the stored baseline
 	version            print gpugate's version
 
@@ -425,6 +426,35 @@ Run 'gpugate help <command>' for details.
 	Config check decodes a perf.yaml strictly — unknown keys, values of the wrong
 	type and missing commands are errors with file:line:column — fills in the
 	defaults and prints the workloads as gpugate will run them.
+
+# dashboard
+
+	usage: gpugate dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-serve ADDR]
+
+	Dashboard writes a static, self-contained web site of every run in the
+	store (SQLite or PostgreSQL) into DIR: an index of workloads with the
+	verdict of each one's newest run and a small step-time trend; a page per
+	workload with one chart per metric over its runs (one point per run,
+	series split by machine fingerprint, pull-request runs apart from baseline
+	runs) with change points marked and the commit range around them; and a
+	page per run with its step-time breakdown, findings, largest kernels and
+	run conditions. The pages load nothing from the network: publish DIR on
+	GitHub Pages or open it from disk. -serve ADDR serves it over HTTP at ADDR
+	(e.g. localhost:8080) until interrupted.
+
+	Change points are found in each machine's baseline runs with E-divisive
+	(energy statistic, permutation test at α=0.05, hierarchical bisection; see
+	docs/dashboard.md).
+
+	Flags:
+	  -db path
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -metrics string
+	    	comma-separated metrics to chart (default: the gate's default metrics)
+	  -out string
+	    	folder to write the site into
+	  -serve addr
+	    	serve the site over HTTP at addr after writing it
 
 # run
 

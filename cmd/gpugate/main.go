@@ -108,7 +108,8 @@ var commands []*command
 
 func init() {
 	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd, actionCmd,
-		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd}
+		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd,
+		dashboardCmd}
 }
 
 // usageError is a mistake in the command line.

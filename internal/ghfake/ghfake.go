@@ -1,5 +1,6 @@
 // Package ghfake is a stateful stand-in for the part of GitHub's REST API
-// gpugate uses: the authenticated user, issue comments (list with
+// gpugate uses: the authenticated user, issues (list by label, create,
+// edit), issue comments (list with
 // pagination, create, edit), pull requests (list with a head filter, list
 // by commit) and check runs. It answers for one repository (404 for any
 // other, as GitHub does for a repository the token cannot see), with a
@@ -56,8 +57,27 @@ type Ref struct {
 	} `json:"repo"`
 }
 
+// Issue is a stored issue (the alerts of refresh mode open them).
+type Issue struct {
+	Number int     `json:"number"`
+	Title  string  `json:"title"`
+	Body   string  `json:"body"`
+	State  string  `json:"state"`
+	Labels []Label `json:"labels"`
+	User   struct {
+		Login string `json:"login"`
+	} `json:"user"`
+	HTMLURL string `json:"html_url"`
+}
+
+// Label is an issue's label.
+type Label struct {
+	Name string `json:"name"`
+}
+
 // Server is the stand-in.
 type Server struct {
+	Issues []*Issue
 	*httptest.Server
 	mu       sync.Mutex
 	next     int64
@@ -95,6 +115,9 @@ func New() *Server {
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{n}/comments", s.create)
 	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.edit)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/check-runs", s.check)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/issues", s.listIssues)
+	mux.HandleFunc("POST /repos/{owner}/{repo}/issues", s.createIssue)
+	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/{n}", s.editIssue)
 	s.Server = httptest.NewServer(s.wrap(mux))
 	return s
 }
@@ -323,4 +346,89 @@ func (s *Server) Snapshot(pr int) ([]Comment, []string) {
 		cs = append(cs, *c)
 	}
 	return cs, append([]string(nil), s.Requests...)
+}
+
+// listIssues lists issues: state (default open) and labels (all of a
+// comma-separated list) filter them, as GitHub's does. It serves one page.
+func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	state := r.URL.Query().Get("state")
+	if state == "" {
+		state = "open"
+	}
+	var want []string
+	if l := r.URL.Query().Get("labels"); l != "" {
+		want = strings.Split(l, ",")
+	}
+	out := []*Issue{}
+	for _, is := range s.Issues {
+		if state != "all" && is.State != state {
+			continue
+		}
+		ok := true
+		for _, l := range want {
+			has := false
+			for _, x := range is.Labels {
+				has = has || x.Name == l
+			}
+			ok = ok && has
+		}
+		if ok {
+			out = append(out, is)
+		}
+	}
+	reply(w, http.StatusOK, out)
+}
+
+func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Title, Body string
+		Labels      []string
+	}
+	json.NewDecoder(r.Body).Decode(&in)
+	if len(in.Body) > 65536 {
+		reply(w, http.StatusUnprocessableEntity, map[string]string{"message": "Body is too long (maximum is 65536 characters)"})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := &Issue{Number: len(s.Issues) + 1, Title: in.Title, Body: in.Body, State: "open"}
+	for _, l := range in.Labels {
+		is.Labels = append(is.Labels, Label{l})
+	}
+	is.User.Login = "github-actions[bot]"
+	if s.Login != "" {
+		is.User.Login = s.Login
+	}
+	is.HTMLURL = fmt.Sprintf("https://github.example/%s/issues/%d", s.Repo, is.Number)
+	s.Issues = append(s.Issues, is)
+	reply(w, http.StatusCreated, is)
+}
+
+func (s *Server) editIssue(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Title, Body *string
+		State       *string
+	}
+	json.NewDecoder(r.Body).Decode(&in)
+	n, _ := strconv.Atoi(r.PathValue("n"))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, is := range s.Issues {
+		if is.Number == n {
+			if in.Title != nil {
+				is.Title = *in.Title
+			}
+			if in.Body != nil {
+				is.Body = *in.Body
+			}
+			if in.State != nil {
+				is.State = *in.State
+			}
+			reply(w, http.StatusOK, is)
+			return
+		}
+	}
+	reply(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 }
