@@ -198,14 +198,18 @@ func (r *Result) periodSteps() inferred {
 		thread int64
 		name   trace.Name
 	}
-	ops := make([]launched, len(p.GPU))
+	// Ops launched before the capture are no iteration's.
+	ops := make([]launched, 0, len(p.GPU))
 	for i := range p.GPU {
+		if r.isPreCapture(i) {
+			continue
+		}
 		op := &p.GPU[i]
 		l := launched{t: op.Start, end: op.Start, thread: -1, name: op.Name}
 		if a := r.Launch[i]; a >= 0 {
 			l.t, l.end, l.thread = p.API[a].Start, p.API[a].End, p.API[a].Thread
 		}
-		ops[i] = l
+		ops = append(ops, l)
 	}
 	slices.SortStableFunc(ops, func(a, b launched) int { return cmp.Compare(a.t, b.t) })
 	m := len(ops)
