@@ -34,7 +34,9 @@ import (
 var (
 	DefaultStepPattern = regexp.MustCompile(`^(ProfilerStep#\d+|train_step|training_step|step)\b`)
 	DefaultDataPattern = regexp.MustCompile(`DataLoader.*__next__|train_dataloader_next`)
-	DefaultCommPattern = regexp.MustCompile(`(?i)nccl|rccl`)
+	// DefaultCommPattern names communication kernels: the union of the
+	// CommKernels table (comm.go, docs/metrics.md).
+	DefaultCommPattern = commPattern()
 	// Host operations that force a device-to-host sync in PyTorch. They stand
 	// in for CUDA sync calls in profiles without GPU activity: .item() runs
 	// aten::_local_scalar_dense, .tolist() aten::tolist; the NVTX injection
@@ -797,6 +799,9 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 		case p.GPU[i].Kind == trace.Kernel && comm[p.GPU[i].Name]:
 			nComm++
 		}
+	}
+	if nComm == 0 && p.WorldSize > 1 {
+		r.warnf("the trace says world size %d but no kernel matches the communication pattern, so comm_time and exposed_comm are 0; if the job communicates through kernels the pattern does not know, name them with comm_pattern in perf.yaml or -comm-pattern (docs/metrics.md lists the kernels recognized by default)", p.WorldSize)
 	}
 	all := make([]span, 0, len(p.GPU))
 	computeIn := make([]span, 0, len(p.GPU)-nComm-nCopy)

@@ -119,8 +119,9 @@ type Step struct {
 type StepMemory struct {
 	// Source is "trace" (allocator totals in the trace), "trace-relative"
 	// (only allocation deltas: alloc_growth_bytes), "hook-cuda" (the step
-	// hook's torch.cuda allocator peaks) or "hook-rss" (the step hook's
-	// resident memory).
+	// hook's torch.cuda allocator peaks), "hook-rss" (the step hook's
+	// resident memory) or "trace-host" (a GPU trace's host allocator
+	// only: host_peak_bytes).
 	Source string `json:"source"`
 	// Device is the device the gated numbers are of: a CUDA ordinal, or
 	// -1 for the host.
@@ -132,6 +133,10 @@ type StepMemory struct {
 	AllocGrowthBytes *int64 `json:"alloc_growth_bytes"`
 	Relative         bool   `json:"relative"`
 	RSSBytes         *int64 `json:"rss_bytes"`
+	// HostPeakBytes is the host allocator's peak when a GPU trace's
+	// allocator events are all on the host (source "trace-host", whose
+	// peak_memory_bytes is null: a host peak is no GPU figure).
+	HostPeakBytes *int64 `json:"host_peak_bytes,omitempty"`
 	// Devices are the trace's numbers per device (peak_alloc_bytes,
 	// peak_reserved_bytes or alloc_growth_bytes); empty for hook samples.
 	Devices []analysis.DeviceMemory `json:"devices"`
@@ -145,8 +150,11 @@ func newStepMemory(m analysis.StepMemory, devs []analysis.DeviceMemory) *StepMem
 	if out.Devices == nil {
 		out.Devices = []analysis.DeviceMemory{}
 	}
-	if !out.Relative {
+	if !out.Relative && m.Source != analysis.MemFromTraceHost {
 		out.PeakMemoryBytes = ptr(m.Peak)
+	}
+	if m.HasHostPeak {
+		out.HostPeakBytes = ptr(m.HostPeak)
 	}
 	if m.HasReserved {
 		out.PeakReservedBytes = ptr(m.Reserved)
@@ -176,6 +184,9 @@ func (m *StepMemory) step() analysis.StepMemory {
 	}
 	if m.RSSBytes != nil {
 		out.RSS, out.HasRSS = *m.RSSBytes, true
+	}
+	if m.HostPeakBytes != nil {
+		out.HostPeak, out.HasHostPeak = *m.HostPeakBytes, true
 	}
 	return out
 }
