@@ -21,9 +21,9 @@ import (
 // 1,075 and the 705 launched before the capture.
 func TestPreCapture(t *testing.T) {
 	for _, c := range []struct {
-		rel                   string
+		rel             string
 		kernels, copies int // per step, every step
-		pre                   PreCaptureOps
+		pre             PreCaptureOps
 	}{
 		{"kineto/hta-negative-queue-length-a100-16rank/rank0.json.gz", 1075, 250, PreCaptureOps{705, 140, 27}},
 		{"kineto/hta-trace-diff/test.json.gz", 1555, 803, PreCaptureOps{546, 38, 30}},
