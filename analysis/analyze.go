@@ -160,8 +160,9 @@ type Result struct {
 	WholeProfile bool
 	Steps        []Step
 	// StepMethod says how the steps were found: StepsMarked (ranges
-	// matching the step pattern), StepsOptimizer, StepsFSDP or
-	// StepsKernelPeriod (inferred, see infer.go), or StepsWhole.
+	// matching the step pattern), StepsOptimizer, StepsFSDP,
+	// StepsAnnotation or StepsKernelPeriod (inferred, see infer.go), or
+	// StepsWhole.
 	StepMethod string
 	// StepConfidence is 1 for marked steps; for inferred ones it is the
 	// method's trust times the regularity of the steps (see infer.go); 0
@@ -285,6 +286,11 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	}
 	if !r.WholeProfile && r.StepMethod != StepsMarked {
 		r.StepConfidence = r.stepConfidence(inf.trust)
+		// Two loops with the same kernels but different step times: mixed
+		// evidence (phaseSteps names phases of different kernels itself).
+		if r.StepMethod == StepsKernelPeriod && !inf.phases && r.timePhases() {
+			r.StepConfidence *= 0.5
+		}
 	}
 	r.trim()
 	r.Work = r.work(opt.Work)
