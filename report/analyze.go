@@ -558,6 +558,12 @@ func memoryLine(p *Profile) string {
 		return "memory: torch.cuda allocator peaks per step on " + where + ", from gpugate's step hook"
 	case analysis.MemFromHookRSS:
 		return "memory: the process's resident memory per step (its peak where it rose in the step), from gpugate's step hook"
+	case analysis.MemFromTraceHost:
+		line := "memory: no GPU figure: the trace's allocator events are all the host's"
+		if m.HostPeakBytes != nil {
+			line += fmt.Sprintf(" (host allocator peak %d bytes in the first step, reported as host memory, not gated)", *m.HostPeakBytes)
+		}
+		return line
 	}
 	return ""
 }
