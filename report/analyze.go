@@ -55,8 +55,11 @@ type Profile struct {
 	// (analysis.Result.StepMethod, docs/steps.md).
 	StepMethod     string  `json:"step_method"`
 	StepConfidence float64 `json:"step_confidence"`
-	Window         Window  `json:"window"`
-	Steps          []Step  `json:"steps"`
+	// PreCapture counts the GPU ops launched before the capture, which
+	// belong to no step (docs/metrics.md); omitted when there are none.
+	PreCapture *analysis.PreCaptureOps `json:"pre_capture,omitempty"`
+	Window     Window                  `json:"window"`
+	Steps      []Step                  `json:"steps"`
 	// LeftOut are the steps at the edges that every summary, finding and
 	// comparison leaves out (analysis.Trim).
 	LeftOut []analysis.LeftOut          `json:"left_out"`
@@ -242,6 +245,10 @@ func newProfile(r *analysis.Result) Profile {
 		Devices:     []Device{},
 		Steps:       make([]Step, 0, len(r.Steps)),
 		LeftOut:     r.LeftOut,
+	}
+	if r.PreCapture.Total() > 0 {
+		pc := r.PreCapture
+		out.PreCapture = &pc
 	}
 	if out.LeftOut == nil {
 		out.LeftOut = []analysis.LeftOut{}

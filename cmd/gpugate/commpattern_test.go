@@ -50,3 +50,31 @@ func TestAnalyzeCommPattern(t *testing.T) {
 		t.Errorf("bad -comm-pattern: exit %d, %q", code, errOut)
 	}
 }
+
+// TestAnalyzePreCaptureJSON: the A100 rank-0 capture's ops launched before
+// the capture (705 kernels, 140 copies, 27 memsets: analysis/testdata/
+// precapture.py) are in the JSON, and no kept step counts them.
+func TestAnalyzePreCaptureJSON(t *testing.T) {
+	code, out, errOut := run(t, "analyze", "-format", "json", fixtures.Path(t, "kineto/hta-negative-queue-length-a100-16rank/rank0.json.gz"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var d struct {
+		Profiles []struct {
+			PreCapture *struct{ Kernels, Memcpy, Memset int } `json:"pre_capture"`
+			Steps      []struct{ Kernels int }                `json:"steps"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Profiles) != 1 {
+		t.Fatalf("bad JSON (%v)", err)
+	}
+	p := d.Profiles[0]
+	if p.PreCapture == nil || *p.PreCapture != (struct{ Kernels, Memcpy, Memset int }{705, 140, 27}) {
+		t.Errorf("pre_capture %+v, want 705 kernels, 140 copies, 27 memsets", p.PreCapture)
+	}
+	for i, s := range p.Steps {
+		if s.Kernels != 1075 {
+			t.Errorf("step %d: %d kernels, want 1075", i, s.Kernels)
+		}
+	}
+}
