@@ -551,9 +551,19 @@ func (r *Result) preferAnnotation(inf inferred, P int) inferred {
 		return inf
 	}
 	var launches, inside int
+	isLaunch := make([]int8, p.Names.Len()) // 0 unknown, 1 launch, 2 other
 	for i := range p.API {
 		a := &p.API[i]
-		if a.Thread != inf.thread || !launchAPI(p.Names.String(a.Name)) {
+		if a.Thread != inf.thread {
+			continue
+		}
+		if isLaunch[a.Name] == 0 {
+			isLaunch[a.Name] = 2
+			if launchAPI(p.Names.String(a.Name)) {
+				isLaunch[a.Name] = 1
+			}
+		}
+		if isLaunch[a.Name] != 1 {
 			continue
 		}
 		launches++
