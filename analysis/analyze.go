@@ -7,10 +7,17 @@
 // belongs to the step whose host window holds the start of its launching API
 // call. The step's window is [s0, s1) with s0 = max(h0, previous s1) and
 // s1 = max(h1, end of the step's last GPU op), so consecutive steps tile the
-// timeline and a step's time is what the GPU experienced. GPU ops without a
-// launching call in any host window (work launched by another thread, or a
-// call outside the capture) are given to the step whose window holds their
-// start.
+// timeline and a step's time is what the GPU experienced.
+//
+// Ops launched before the capture (a correlation id below the process's
+// first API call in the trace: the counter only grows, so their launch
+// happened before the profiler started) belong to no step: they count in
+// no step's kernels, copies or kernel statistics, but their run time is
+// GPU activity and counts in the busy time of the window they run in, and
+// a warning says how many there were (docs/metrics.md, "Pre-capture
+// work"). Other GPU ops without a launching call in any host window (a
+// launch call between steps, or an API kind the profiler did not record)
+// are given to the step whose window holds their start.
 package analysis
 
 import (
@@ -27,7 +34,9 @@ import (
 var (
 	DefaultStepPattern = regexp.MustCompile(`^(ProfilerStep#\d+|train_step|training_step|step)\b`)
 	DefaultDataPattern = regexp.MustCompile(`DataLoader.*__next__|train_dataloader_next`)
-	DefaultCommPattern = regexp.MustCompile(`(?i)nccl|rccl`)
+	// DefaultCommPattern names communication kernels: the union of the
+	// CommKernels table (comm.go, docs/metrics.md).
+	DefaultCommPattern = commPattern()
 	// Host operations that force a device-to-host sync in PyTorch. They stand
 	// in for CUDA sync calls in profiles without GPU activity: .item() runs
 	// aten::_local_scalar_dense, .tolist() aten::tolist; the NVTX injection
@@ -151,8 +160,9 @@ type Result struct {
 	WholeProfile bool
 	Steps        []Step
 	// StepMethod says how the steps were found: StepsMarked (ranges
-	// matching the step pattern), StepsOptimizer, StepsFSDP or
-	// StepsKernelPeriod (inferred, see infer.go), or StepsWhole.
+	// matching the step pattern), StepsOptimizer, StepsFSDP,
+	// StepsAnnotation or StepsKernelPeriod (inferred, see infer.go), or
+	// StepsWhole.
 	StepMethod string
 	// StepConfidence is 1 for marked steps; for inferred ones it is the
 	// method's trust times the regularity of the steps (see infer.go); 0
@@ -172,6 +182,10 @@ type Result struct {
 	// Launch maps each GPU op (index in Profile.GPU) to its launching API
 	// call (index in Profile.API), or -1.
 	Launch []int32
+	// PreCapture counts the GPU ops launched before the capture began
+	// (correlation id below the process's first API call in the trace):
+	// they belong to no step (see the package comment).
+	PreCapture PreCaptureOps
 
 	// LeftOut are the steps left out at the edges of the profile (Trim):
 	// every consumer of the result — summaries, findings, comparisons,
@@ -185,6 +199,7 @@ type Result struct {
 	Warnings []string
 
 	stepRE     *regexp.Regexp
+	preCapture []bool // per GPU op: launched before the capture; nil for none
 	keep       [2]int // [lo, hi) of the steps Analyze keeps
 	stepThread int64
 	dataName   string
@@ -271,6 +286,11 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	}
 	if !r.WholeProfile && r.StepMethod != StepsMarked {
 		r.StepConfidence = r.stepConfidence(inf.trust)
+		// Two loops with the same kernels but different step times: mixed
+		// evidence (phaseSteps names phases of different kernels itself).
+		if r.StepMethod == StepsKernelPeriod && !inf.phases && r.timePhases() {
+			r.StepConfidence *= 0.5
+		}
 	}
 	r.trim()
 	r.Work = r.work(opt.Work)
@@ -290,9 +310,13 @@ type LeftOut struct {
 // active window and carries the trace stop, or is truncated (HTA drops it
 // by default); the first measured step often still does one-time work. On
 // the real fixtures: the V100 ResNet-50 num_workers=4 capture's first and
-// last steps take 170 and 203 ms against a median of 123 ms; the A100
-// rank-0 trace's first step runs 1780 kernels in 372 ms, the others 1075 in
-// 216 ms. From 4 steps the last is left out, from 5 the first too.
+// last steps take 170 and 203 ms against a median of 123 ms. (The A100
+// rank-0 trace's first step looked like one-time work, 1,780 kernels in
+// 372 ms against 1,075 in 216 ms, but 705 of those kernels were launched
+// before the capture began and now belong to no step: the step launches
+// the same 1,075 kernels as the others, and its window still runs while the
+// earlier work drains.) From 4 steps the last is left out, from 5 the first
+// too.
 func Trim(n int) (lo, hi int) { return trimBounds(n) }
 
 func trimBounds(n int) (lo, hi int) {
@@ -466,6 +490,16 @@ func (r *Result) link() {
 			}
 		}
 	}
+	// The first correlation id each process's API calls show: an op with
+	// a smaller one was launched before the capture.
+	firstCorr := map[int32]int64{}
+	for i := range p.API {
+		if c := p.API[i].Corr; c > 0 {
+			if f, ok := firstCorr[p.API[i].Process]; !ok || c < f {
+				firstCorr[p.API[i].Process] = c
+			}
+		}
+	}
 	unlinked := 0
 	for i := range p.GPU {
 		r.Launch[i] = -1
@@ -489,12 +523,44 @@ func (r *Result) link() {
 			r.Launch[i] = a
 			continue
 		}
+		if f, ok := firstCorr[op.Process]; ok && op.Corr > 0 && op.Corr < f {
+			if r.preCapture == nil {
+				r.preCapture = make([]bool, len(p.GPU))
+			}
+			r.preCapture[i] = true
+			switch op.Kind {
+			case trace.Kernel:
+				r.PreCapture.Kernels++
+			case trace.Memcpy:
+				r.PreCapture.Memcpy++
+			case trace.Memset:
+				r.PreCapture.Memset++
+			}
+			continue
+		}
 		unlinked++
+	}
+	if n := r.PreCapture.Total(); n > 0 {
+		r.warnf("%d GPU ops (%d kernels, %d copies, %d memsets) were launched before the capture began (correlation id below the first API call in the trace): they belong to no step; their run time counts as GPU busy time of the window they run in",
+			n, r.PreCapture.Kernels, r.PreCapture.Memcpy, r.PreCapture.Memset)
 	}
 	if unlinked > 0 && len(p.API) > 0 {
 		r.warnf("%d of %d GPU ops have no launching API call in the trace; they are attributed to steps by their start time", unlinked, len(p.GPU))
 	}
 }
+
+// PreCaptureOps counts GPU ops launched before the capture, by kind.
+type PreCaptureOps struct {
+	Kernels int `json:"kernels"`
+	Memcpy  int `json:"memcpy"`
+	Memset  int `json:"memset"`
+}
+
+// Total is the number of pre-capture ops of every kind.
+func (c PreCaptureOps) Total() int { return c.Kernels + c.Memcpy + c.Memset }
+
+// isPreCapture reports whether GPU op i was launched before the capture.
+func (r *Result) isPreCapture(i int) bool { return r.preCapture != nil && r.preCapture[i] }
 
 // pagedIndex maps correlation ids in [lo, hi] to API call indexes through
 // pages of 4096 slots allocated where ids occur. On the 2.2 M-event
@@ -612,7 +678,7 @@ func (r *Result) windows() []int32 {
 		prev = s.End
 	}
 	for i := range p.GPU {
-		if opStep[i] < 0 {
+		if opStep[i] < 0 && !r.isPreCapture(i) {
 			opStep[i] = int32(r.windowAt(p.GPU[i].Start))
 		}
 	}
@@ -739,6 +805,9 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 		case p.GPU[i].Kind == trace.Kernel && comm[p.GPU[i].Name]:
 			nComm++
 		}
+	}
+	if nComm == 0 && p.WorldSize > 1 {
+		r.warnf("the trace says world size %d but no kernel matches the communication pattern, so comm_time and exposed_comm are 0; if the job communicates through kernels the pattern does not know, name them with comm_pattern in perf.yaml or -comm-pattern (docs/metrics.md lists the kernels recognized by default)", p.WorldSize)
 	}
 	all := make([]span, 0, len(p.GPU))
 	computeIn := make([]span, 0, len(p.GPU)-nComm-nCopy)

@@ -58,6 +58,7 @@ const (
 	StepsOptimizer    = "optimizer"
 	StepsFSDP         = "fsdp-forward"
 	StepsKernelPeriod = "kernel-period"
+	StepsAnnotation   = "annotation"
 	StepsWhole        = "whole-profile"
 )
 
@@ -76,6 +77,7 @@ type inferred struct {
 	method string
 	trust  float64
 	note   string // how the steps were found, for the warning
+	phases bool   // the steps are named as two phases
 }
 
 // inferSteps finds steps in a profile without step markers. r.Launch must
@@ -100,11 +102,11 @@ func (r *Result) inferSteps() inferred {
 		{p.Names.Match(fusedOptimizerRE), 0.9, "ends of fused optimizer op ranges"},
 	} {
 		if hosts, thread, name := rangeSteps(p, t.match, true, r.Start); len(hosts) > 0 {
-			return inferred{hosts, thread, StepsOptimizer, t.trust, fmt.Sprintf("%s (%q)", t.what, name)}
+			return inferred{hosts: hosts, thread: thread, method: StepsOptimizer, trust: t.trust, note: fmt.Sprintf("%s (%q)", t.what, name)}
 		}
 	}
 	if hosts, thread, name := rangeSteps(p, p.Names.Match(fsdpForwardRE), false, r.Start); len(hosts) > 0 {
-		return inferred{hosts, thread, StepsFSDP, 0.9, fmt.Sprintf("starts of FSDP forward ranges (%q)", name)}
+		return inferred{hosts: hosts, thread: thread, method: StepsFSDP, trust: 0.9, note: fmt.Sprintf("starts of FSDP forward ranges (%q)", name)}
 	}
 	return r.periodSteps()
 }
@@ -188,49 +190,153 @@ func rangeSteps(p *trace.Profile, match []bool, atEnd bool, start int64) ([]host
 	return out, thread, p.Names.String(name)
 }
 
+// launched is a GPU op in launch order, for the kernel period.
+type launched struct {
+	t, end int64 // launch call start and end (the op's start for both without one)
+	thread int64
+	name   trace.Name
+	// key is the op's name on its device: one process driving two GPUs
+	// launches the same kernels on each, and an iteration is both halves.
+	key int32
+}
+
 // periodSteps finds steps from the repeating sequence of GPU op names.
 func (r *Result) periodSteps() inferred {
 	p := r.Profile
 	none := inferred{method: StepsWhole}
 	// GPU ops in launch order: by their API call's start, else their own.
-	type launched struct {
-		t, end int64 // launch call start and end (the op's start for both without one)
-		thread int64
-		name   trace.Name
-	}
-	ops := make([]launched, len(p.GPU))
+	// Ops launched before the capture are no iteration's.
+	ops := make([]launched, 0, len(p.GPU))
+	keys := map[[2]int32]int32{}
 	for i := range p.GPU {
+		if r.isPreCapture(i) {
+			continue
+		}
 		op := &p.GPU[i]
-		l := launched{t: op.Start, end: op.Start, thread: -1, name: op.Name}
+		k := [2]int32{int32(op.Name), op.Device}
+		id, ok := keys[k]
+		if !ok {
+			id = int32(len(keys))
+			keys[k] = id
+		}
+		l := launched{t: op.Start, end: op.Start, thread: -1, name: op.Name, key: id}
 		if a := r.Launch[i]; a >= 0 {
 			l.t, l.end, l.thread = p.API[a].Start, p.API[a].End, p.API[a].Thread
 		}
-		ops[i] = l
+		ops = append(ops, l)
 	}
 	slices.SortStableFunc(ops, func(a, b launched) int { return cmp.Compare(a.t, b.t) })
+	if len(ops) < 4 {
+		return none
+	}
+	if inf := r.phaseSteps(ops); inf.method != StepsWhole {
+		return inf
+	}
+	if P, score := bestPeriod(ops); P > 0 {
+		out, thread := r.periodHosts(ops, P, r.Start, "")
+		if len(out) < 2 {
+			return none
+		}
+		note := fmt.Sprintf("a repeating sequence of %d GPU ops (%.0f%% of ops repeat at that period); a capture shorter than two iterations repeats its layers instead, so check that the period is an iteration", P, 100*score)
+		inf := inferred{hosts: out, thread: thread, method: StepsKernelPeriod, trust: 0.9 * score, note: note}
+		return r.preferAnnotation(inf, P)
+	}
+	return none
+}
+
+// phaseSteps looks for two loops one after the other in a sequence that
+// has no single period: the op index c where the fewest kernel names occur
+// on both sides splits it, and each side must repeat on its own. The steps
+// of the two sides are named as phases, and the confidence is halved: the
+// evidence is mixed (two iterations, or a warm-up loop and the real one).
+func (r *Result) phaseSteps(ops []launched) inferred {
+	none := inferred{method: StepsWhole}
+	m := len(ops)
+	first, last := map[int32]int{}, map[int32]int{}
+	for i, o := range ops {
+		if _, ok := first[o.key]; !ok {
+			first[o.key] = i
+		}
+		last[o.key] = i
+	}
+	// shared[c]: names with first < c <= last, i.e. on both sides of a
+	// split before op c.
+	diff := make([]int, m+1)
+	for k, f := range first {
+		if l := last[k]; l > f {
+			diff[f+1]++
+			diff[l+1]--
+		}
+	}
+	// left[c], right[c]: names that occur before op c, and at or after it.
+	left, right := make([]int, m+1), make([]int, m+1)
+	for k, f := range first {
+		left[f+1]++
+		right[last[k]+1]--
+	}
+	nl, nr := 0, len(first)
+	bestC, bestShared, run := -1, 0, 0
+	for c := 1; c < m; c++ {
+		run += diff[c]
+		nl += left[c]
+		nr += right[c]
+		// The names must separate: at most a tenth of either side's
+		// names on both sides (one loop shares all its names with any
+		// split of itself).
+		if c >= 4 && m-c >= 4 && 10*run <= min(nl, nr) && (bestC < 0 || run < bestShared) {
+			bestC, bestShared = c, run
+		}
+	}
+	if bestC < 0 {
+		return none // the names do not separate: no two loops
+	}
+	a, b := ops[:bestC], ops[bestC:]
+	Pa, sa := bestPeriod(a)
+	Pb, sb := bestPeriod(b)
+	// Weaker evidence than one period: each phase must be iterations of
+	// at least 4 ops, repeated at least 3 times (the A100 AlexNet
+	// benchmark's 7 pairs of copies and 2 forwards are not two loops).
+	if Pa < 4 || Pb < 4 {
+		return none
+	}
+	ha, thread := r.periodHosts(a, Pa, r.Start, "phase 1 ")
+	hb, _ := r.periodHosts(b, Pb, a[len(a)-1].end, "phase 2 ")
+	if len(ha) < 3 || len(hb) < 3 {
+		return none
+	}
+	// The phases tile the host timeline as steps do.
+	ha[len(ha)-1].hi = min(ha[len(ha)-1].hi, hb[0].lo)
+	note := fmt.Sprintf("two phases with different repeating sequences (phase 1: %d steps of %d GPU ops, phase 2: %d steps of %d; %d of %d kernel names occur in both): the capture holds two loops, and summaries mix their steps; confidence halved", len(ha), Pa, len(hb), Pb, bestShared, len(first))
+	return inferred{hosts: append(ha, hb...), thread: thread, method: StepsKernelPeriod, trust: 0.5 * 0.9 * min(sa, sb), note: note, phases: true}
+}
+
+// bestPeriod returns the period of ops' keys that scores best, and its
+// score, or 0 when nothing repeats (a score under 0.9, or fewer than two
+// repetitions).
+func bestPeriod(ops []launched) (int, float64) {
 	m := len(ops)
 	if m < 4 {
-		return none
+		return 0, 0
 	}
 	// Candidate periods: distances between consecutive ops of one name,
 	// the most common first, among all names (layers repeat many times per
 	// iteration) and among names rare enough to occur once per iteration
 	// of a capture of up to 64 iterations; and m/n for n iterations, when
 	// the capture holds whole iterations.
-	count := make(map[trace.Name]int, 64)
+	count := make(map[int32]int, 64)
 	for _, o := range ops {
-		count[o.name]++
+		count[o.key]++
 	}
-	last := make(map[trace.Name]int, len(count))
+	last := make(map[int32]int, len(count))
 	all, rare := map[int]int{}, map[int]int{}
 	for i, o := range ops {
-		if j, ok := last[o.name]; ok && i-j >= 2 && 2*(i-j) <= m {
+		if j, ok := last[o.key]; ok && i-j >= 2 && 2*(i-j) <= m {
 			all[i-j]++
-			if count[o.name] <= 64 {
+			if count[o.key] <= 64 {
 				rare[i-j]++
 			}
 		}
-		last[o.name] = i
+		last[o.key] = i
 	}
 	seen := map[int]bool{}
 	var cands []int
@@ -261,40 +367,59 @@ func (r *Result) periodSteps() inferred {
 	// copy, a collective launched from another thread): an op matches if
 	// the same name lies within w positions of i+P. Scores are taken on at
 	// most 20,000 positions spread evenly.
-	window := func(P int) int { return max(3, P/100) }
-	matches := func(i, P, w int) bool {
-		if ops[i+P].name == ops[i].name {
-			return true
-		}
-		for k := max(i+P-w, i+1); k <= i+P+w && k < m; k++ {
-			if ops[k].name == ops[i].name {
-				return true
-			}
-		}
-		return false
-	}
-	bestP, bestScore := 0, 0.0
+	bestP, bestScore, bestExact := 0, 0.0, 0.0
 	for _, P := range cands {
-		same, tried, w := 0, 0, window(P)
+		same, exact, tried, w := 0, 0, 0, periodWindow(P)
 		stride := max(1, (m-P)/20000)
 		for i := 0; i+P < m; i += stride {
 			tried++
-			if matches(i, P, w) {
+			if periodMatch(ops, i, P, w) {
 				same++
 			}
+			if ops[i+P].key == ops[i].key {
+				exact++
+			}
 		}
-		score := float64(same) / float64(tried)
-		// Equal scores (within 1%) favour the shorter period: twice an
-		// iteration repeats as well as one.
-		if score > bestScore+0.01 || score > bestScore-0.01 && P < bestP {
-			bestP, bestScore = P, max(score, bestScore)
+		score, ex := float64(same)/float64(tried), float64(exact)/float64(tried)
+		// Equal scores (within 1%) favour the period whose ops recur at
+		// exactly i+P (the tolerance of w positions lets P-1 … P-w score
+		// as well as P on short periods), then the shorter period: twice
+		// an iteration repeats as well as one.
+		switch {
+		case score > bestScore+0.01,
+			score > bestScore-0.01 && ex > bestExact+0.01,
+			score > bestScore-0.01 && ex > bestExact-0.01 && P < bestP:
+			bestP, bestScore, bestExact = P, max(score, bestScore), ex
 		}
 	}
 	const minScore = 0.9
 	if bestP == 0 || bestScore < minScore || m < 2*bestP {
-		return none
+		return 0, bestScore
 	}
-	P := bestP
+	return bestP, bestScore
+}
+
+func periodWindow(P int) int { return max(3, P/100) }
+
+// periodMatch reports whether the op at i recurs at i+P, give or take w.
+func periodMatch(ops []launched, i, P, w int) bool {
+	m := len(ops)
+	if ops[i+P].key == ops[i].key {
+		return true
+	}
+	for k := max(i+P-w, i+1); k <= i+P+w && k < m; k++ {
+		if ops[k].key == ops[i].key {
+			return true
+		}
+	}
+	return false
+}
+
+// periodHosts cuts ops into steps of period P. before is where the host
+// window of a step that starts at ops[0] begins (the profile's start, or
+// the end of the launch before ops); prefix goes before each step's name.
+func (r *Result) periodHosts(ops []launched, P int, before int64, prefix string) ([]hostStep, int64) {
+	m := len(ops)
 	gap := func(i int) int64 {
 		if i == 0 {
 			return -1 << 62
@@ -323,11 +448,11 @@ func (r *Result) periodSteps() inferred {
 	// within the window to the op of the same name after the longest gap,
 	// so that an extra op in one iteration does not shift all later ones.
 	starts := []int{bestJ}
-	w := window(P)
+	w := periodWindow(P)
 	for b := bestJ; ; {
 		next, best := -1, int64(-1<<63)
 		for k := b + P - w; k <= b+P+w && k < m; k++ {
-			if k > b && ops[k].name == ops[bestJ].name && gap(k) > best {
+			if k > b && ops[k].key == ops[bestJ].key && gap(k) > best {
 				next, best = k, gap(k)
 			}
 		}
@@ -342,31 +467,184 @@ func (r *Result) periodSteps() inferred {
 	}
 	var out []hostStep
 	var thread int64
+	name := func() string { return fmt.Sprintf("%sstep %d (inferred)", prefix, len(out)+1) }
 	for n := 0; n+1 < len(starts); n++ {
 		i, e := starts[n], starts[n+1] // ops [i, e)
-		lo := r.Start                  // nothing before the first op: the profile starts the step
+		lo := before                   // nothing before the first op: the profile starts the step
 		if i > 0 {
 			lo = ops[i-1].end
 		}
 		if k := len(out); k > 0 {
 			out[k-1].hi = lo // steps tile the host timeline
 		}
-		out = append(out, hostStep{name: fmt.Sprintf("step %d (inferred)", len(out)+1), lo: lo, hi: max(lo, ops[e-1].end)})
+		out = append(out, hostStep{name: name(), lo: lo, hi: max(lo, ops[e-1].end)})
 		thread = ops[i].thread
 	}
 	// The ops after the last start form a step if they are a whole period.
 	if i := starts[len(starts)-1]; m-i >= P-w {
-		lo := ops[i-1].end
+		lo := before
+		if i > 0 {
+			lo = ops[i-1].end
+		}
 		if k := len(out); k > 0 {
 			out[k-1].hi = lo
 		}
-		out = append(out, hostStep{name: fmt.Sprintf("step %d (inferred)", len(out)+1), lo: lo, hi: max(lo, ops[m-1].end)})
+		out = append(out, hostStep{name: name(), lo: lo, hi: max(lo, ops[m-1].end)})
 	}
-	if len(out) < 2 {
-		return none
+	return out, thread
+}
+
+// preferAnnotation replaces kernel-period steps by the outermost host
+// ranges of the launching thread when those hold several of the steps
+// each: the period then found layers inside an iteration (a transformer's
+// blocks), and a range around all of them (a user annotation such as the
+// B200 capture's execute_context_1(…)) is the real unit. The ranges
+// must hold 90% of the thread's launched ops; ranges of one name (digits
+// ignored) that repeat are the steps; a single one is one step.
+func (r *Result) preferAnnotation(inf inferred, P int) inferred {
+	p := r.Profile
+	// Outermost ranges on the thread.
+	var top []trace.Range
+	var coverEnd int64 = -1 << 63
+	for i := range p.Ranges {
+		rg := p.Ranges[i]
+		if rg.Thread != inf.thread || rg.End <= coverEnd {
+			continue
+		}
+		coverEnd = rg.End
+		top = append(top, rg)
 	}
-	note := fmt.Sprintf("a repeating sequence of %d GPU ops (%.0f%% of ops repeat at that period); a capture shorter than two iterations repeats its layers instead, so check that the period is an iteration", P, 100*bestScore)
-	return inferred{hosts: out, thread: thread, method: StepsKernelPeriod, trust: 0.9 * bestScore, note: note}
+	if len(top) == 0 {
+		return inf
+	}
+	// Group them by name with digits left out, and take the group that
+	// holds most step starts.
+	group := map[string][]trace.Range{}
+	for _, rg := range top {
+		k := digitsRE.ReplaceAllString(p.Names.String(rg.Name), "#")
+		group[k] = append(group[k], rg)
+	}
+	holds := func(rgs []trace.Range, t int64) bool {
+		for _, rg := range rgs {
+			if t >= rg.Start && t < rg.End {
+				return true
+			}
+		}
+		return false
+	}
+	bestK, bestN := "", 0
+	for k, rgs := range group {
+		n := 0
+		for _, h := range inf.hosts {
+			if holds(rgs, h.hi-1) {
+				n++
+			}
+		}
+		if n > bestN || n == bestN && k < bestK {
+			bestK, bestN = k, n
+		}
+	}
+	rgs := group[bestK]
+	// Every range must hold at least two steps, and the ranges most of
+	// the thread's launches.
+	if bestN < 2*len(rgs) {
+		return inf
+	}
+	var launches, inside int
+	isLaunch := make([]int8, p.Names.Len()) // 0 unknown, 1 launch, 2 other
+	for i := range p.API {
+		a := &p.API[i]
+		if a.Thread != inf.thread {
+			continue
+		}
+		if isLaunch[a.Name] == 0 {
+			isLaunch[a.Name] = 2
+			if launchAPI(p.Names.String(a.Name)) {
+				isLaunch[a.Name] = 1
+			}
+		}
+		if isLaunch[a.Name] != 1 {
+			continue
+		}
+		launches++
+		if holds(rgs, a.Start) {
+			inside++
+		}
+	}
+	if launches == 0 || 10*inside < 9*launches {
+		return inf
+	}
+	var hosts []hostStep
+	for _, rg := range rgs {
+		hosts = append(hosts, hostStep{name: p.Names.String(rg.Name), lo: rg.Start, hi: rg.End})
+	}
+	note := fmt.Sprintf("the top-level range %q (%d×), which holds %d of the %d steps of the kernel period (%d GPU ops: layers inside an iteration) and %d of the thread's %d kernel launches", p.Names.String(rgs[0].Name), len(rgs), bestN, len(inf.hosts), P, inside, launches)
+	return inferred{hosts: hosts, thread: inf.thread, method: StepsAnnotation, trust: 0.9, note: note}
+}
+
+var digitsRE = regexp.MustCompile(`[0-9]+`)
+
+// timePhases looks at the steps' times for two regimes one after the other
+// (two loops with the same kernels but different sizes): a split with at
+// least three kept steps on each side whose median times differ by 1.5× or
+// more, every step within 25% of its side's median but the one at the
+// split. It names the steps
+// as phases and says so; it reports whether it found them.
+func (r *Result) timePhases() bool {
+	lo, hi := r.keep[0], r.keep[1]
+	n := hi - lo
+	if n < 6 {
+		return false
+	}
+	t := make([]int64, n)
+	for i := range t {
+		t[i] = r.Steps[lo+i].StepTime()
+	}
+	// tight returns the median of v and whether every step but the one
+	// at the split (skip: which end of v; the step that spans the change
+	// holds some of each loop) is within 25% of it.
+	tight := func(v []int64, skip int) (int64, bool) {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		med := s[len(s)/2]
+		for i, x := range v {
+			if i == skip {
+				continue
+			}
+			if 4*x > 5*med || 5*x < 4*med {
+				return med, false
+			}
+		}
+		return med, med > 0
+	}
+	bestC, bestRatio := -1, 1.5
+	for c := 3; c <= n-3; c++ { // at least two steps besides the split's on each side
+		ma, oka := tight(t[:c], c-1)
+		mb, okb := tight(t[c:], 0)
+		if !oka || !okb {
+			continue
+		}
+		ratio := float64(max(ma, mb)) / float64(min(ma, mb))
+		if ratio >= bestRatio {
+			bestC, bestRatio = c, ratio
+		}
+	}
+	if bestC < 0 {
+		return false
+	}
+	split := lo + bestC
+	for i := range r.Steps {
+		ph, k := 1, i+1
+		if i >= split {
+			ph, k = 2, i-split+1
+		}
+		r.Steps[i].Name = fmt.Sprintf("phase %d step %d (inferred)", ph, k)
+	}
+	ma, _ := tight(t[:bestC], bestC-1)
+	mb, _ := tight(t[bestC:], 0)
+	r.warnf("the inferred steps fall in two phases: %d steps of a median %.3f ms, then %d of %.3f ms (the capture holds two loops, or the work changed size): summaries mix them and the step confidence is halved; name the iteration ranges with --step-pattern",
+		split, float64(ma)/1e6, len(r.Steps)-split, float64(mb)/1e6)
+	return true
 }
 
 // stepConfidence is the trust of the method times the regularity of the

@@ -50,6 +50,11 @@ const (
 	MemFromRelative = "trace-relative" // allocator deltas only: alloc_growth
 	MemFromHookCUDA = "hook-cuda"      // step hook, torch.cuda allocator peaks
 	MemFromHookRSS  = "hook-rss"       // step hook, process resident memory
+	// MemFromTraceHost: a trace with GPU activity whose allocator events
+	// are all on the host (device -1): the host allocator's peak is kept
+	// as host memory (StepMemory.HostPeak), and the step has no
+	// peak_memory: a host peak is no GPU figure.
+	MemFromTraceHost = "trace-host"
 )
 
 // DeviceMemory is one device's memory in one step, from the trace.
@@ -82,10 +87,14 @@ type StepMemory struct {
 	// hook (with HasRSS).
 	RSS                            int64
 	HasReserved, HasGrowth, HasRSS bool
+	// HostPeak is the host allocator's peak in the step (with
+	// HasHostPeak) when the source is MemFromTraceHost.
+	HostPeak    int64
+	HasHostPeak bool
 }
 
 func (m *StepMemory) hasPeak() bool {
-	return m.Source != "" && m.Source != MemFromRelative
+	return m.Source != "" && m.Source != MemFromRelative && m.Source != MemFromTraceHost
 }
 
 // presence says, for metrics that a profile may lack, whether one step has
@@ -224,7 +233,9 @@ func (r *Result) memory() {
 		}
 	}
 	// The gated device of each step: the CUDA device with the largest peak
-	// (keys put CUDA first), else the host.
+	// (keys put CUDA first), else, on a trace without GPU activity, the
+	// host. A GPU trace whose events are all the host's has no GPU figure.
+	hostOnly := false
 	for i := range r.Steps {
 		m, devs := &r.Steps[i].Memory, r.MemDevices[i]
 		best := -1
@@ -242,6 +253,14 @@ func (r *Result) memory() {
 		}
 		dm := &devs[best]
 		m.Device = dm.Device
+		if r.HasGPU && !dm.CUDA {
+			// Only host events on a GPU trace: no GPU memory figure.
+			m.Source, hostOnly = MemFromTraceHost, true
+			if dm.PeakAlloc != nil {
+				m.HostPeak, m.HasHostPeak = *dm.PeakAlloc, true
+			}
+			continue
+		}
 		if dm.Relative {
 			m.Source, m.Growth, m.HasGrowth = MemFromRelative, *dm.AllocGrowth, true
 			continue
@@ -250,6 +269,9 @@ func (r *Result) memory() {
 		if dm.PeakReserved != nil {
 			m.Reserved, m.HasReserved = *dm.PeakReserved, true
 		}
+	}
+	if hostOnly {
+		r.warnf("the trace has GPU activity but its allocator events are all on the host (device -1): there is no GPU memory figure (peak_memory is absent); the host allocator's peak is reported as host memory (memory.host_peak_bytes)")
 	}
 	// Memory events only in some steps (a capture whose allocator tracing
 	// began late): the metrics are then absent (presence), said here.

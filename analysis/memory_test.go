@@ -2,10 +2,13 @@ package analysis
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/trace"
+	"github.com/gpugate/gpugate/trace/kineto"
 )
 
 // TestMemoryFixtureModern checks per-step peaks on the real modern-format
@@ -348,5 +351,35 @@ func TestMemoryGrowthProfilerBuffer(t *testing.T) {
 	}
 	if !strings.Contains(ev, "beyond the profiler's own buffer of up to 4.89 MiB/step (2001 recorded events a step × 2.5 KiB)") {
 		t.Errorf("evidence %q does not say what was set aside", ev)
+	}
+}
+
+// TestMemoryHostOnlyGPUTrace: the MI300X DDP capture has GPU activity but
+// only host allocator events (210 [memory] events, Device Type 0, Device
+// Id -1, Total Allocated at most 8 bytes: plain json). It has no GPU memory
+// figure: peak_memory is absent, and the 8-byte host peak is kept as host
+// memory, never as the step's peak.
+func TestMemoryHostOnlyGPUTrace(t *testing.T) {
+	p, err := kineto.ReadFile(fixtures.Path(t, "kineto/tracelens-mi300x-ddp-resnet18-nosteps/train_resnet18.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Analyze(p, Options{})
+	if !r.HasGPU || len(r.Steps) == 0 {
+		t.Fatalf("HasGPU %v, %d steps", r.HasGPU, len(r.Steps))
+	}
+	for _, s := range r.Steps {
+		m := s.Memory
+		if m.Source != MemFromTraceHost || m.Device != -1 || !m.HasHostPeak || m.HostPeak != 8 || m.Peak != 0 {
+			t.Errorf("%s: memory %+v, want source %q, host peak 8, no peak", s.Name, m, MemFromTraceHost)
+		}
+	}
+	for _, k := range []string{"peak_memory", "peak_reserved", "alloc_growth"} {
+		if _, ok := r.Summaries()[k]; ok {
+			t.Errorf("summary has %s from host-only allocator events of a GPU trace", k)
+		}
+	}
+	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "no GPU memory figure") }) {
+		t.Errorf("warnings %q do not say that there is no GPU memory figure", r.Warnings)
 	}
 }

@@ -64,6 +64,9 @@ type Workload struct {
 	StepPattern  string `yaml:"step_pattern"`
 	// DataPattern names data-loader ranges (NVTX or Kineto).
 	DataPattern string `yaml:"data_pattern"`
+	// CommPattern names communication kernels; it replaces the default
+	// table (docs/metrics.md).
+	CommPattern string `yaml:"comm_pattern"`
 	Repeat      int    `yaml:"repeat"`
 	// StepLog is a regular expression with one group, the step time in
 	// ms, matched against the job's output in an unprofiled timing pass
@@ -549,7 +552,7 @@ func (c *Config) validate() Errors {
 		if w.Repeat > MaxRepeat {
 			atKey(w, i, "repeat", "workload %q: repeat must be at most %d (each is one more run of the whole job), not %d", w.Name, MaxRepeat, w.Repeat)
 		}
-		for _, p := range []struct{ key, re string }{{"step_pattern", w.StepPattern}, {"data_pattern", w.DataPattern}, {"step_log", w.StepLog}} {
+		for _, p := range []struct{ key, re string }{{"step_pattern", w.StepPattern}, {"data_pattern", w.DataPattern}, {"comm_pattern", w.CommPattern}, {"step_log", w.StepLog}} {
 			if p.re == "" {
 				continue
 			}

@@ -50,6 +50,7 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\nworkloads: [\n", "perf.yaml:"},
 		{"", "empty config"},
 		{"version: 1\nworkloads:\n  - command: [x]\n    step_pattern: \"(\"\n", "step_pattern"},
+		{"version: 1\nworkloads:\n  - command: [x]\n    comm_pattern: \"nccl|(\"\n", "comm_pattern"},
 		// One allowance language: 15 is not 15% nor 1500%.
 		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: 15\n", "perf.yaml:5:3: \"15\" is a bare number above 1: write 15% for 15 percent, or a fraction such as 0.15"},
 		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: .nan\n", "perf.yaml:5:3: \".nan\" is not a percentage"},

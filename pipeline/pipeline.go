@@ -168,6 +168,9 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 	if w.DataPattern != "" {
 		p.aopt.DataPattern = regexp.MustCompile(w.DataPattern)
 	}
+	if w.CommPattern != "" {
+		p.aopt.CommPattern = regexp.MustCompile(w.CommPattern) // validated by config
+	}
 	if p.Profiler == runner.Nsys {
 		// NVTX marks every step of the run; torch.profiler's schedule
 		// already leaves out the warm-up.

@@ -55,8 +55,11 @@ type Profile struct {
 	// (analysis.Result.StepMethod, docs/steps.md).
 	StepMethod     string  `json:"step_method"`
 	StepConfidence float64 `json:"step_confidence"`
-	Window         Window  `json:"window"`
-	Steps          []Step  `json:"steps"`
+	// PreCapture counts the GPU ops launched before the capture, which
+	// belong to no step (docs/metrics.md); omitted when there are none.
+	PreCapture *analysis.PreCaptureOps `json:"pre_capture,omitempty"`
+	Window     Window                  `json:"window"`
+	Steps      []Step                  `json:"steps"`
 	// LeftOut are the steps at the edges that every summary, finding and
 	// comparison leaves out (analysis.Trim).
 	LeftOut []analysis.LeftOut          `json:"left_out"`
@@ -119,8 +122,9 @@ type Step struct {
 type StepMemory struct {
 	// Source is "trace" (allocator totals in the trace), "trace-relative"
 	// (only allocation deltas: alloc_growth_bytes), "hook-cuda" (the step
-	// hook's torch.cuda allocator peaks) or "hook-rss" (the step hook's
-	// resident memory).
+	// hook's torch.cuda allocator peaks), "hook-rss" (the step hook's
+	// resident memory) or "trace-host" (a GPU trace's host allocator
+	// only: host_peak_bytes).
 	Source string `json:"source"`
 	// Device is the device the gated numbers are of: a CUDA ordinal, or
 	// -1 for the host.
@@ -132,6 +136,10 @@ type StepMemory struct {
 	AllocGrowthBytes *int64 `json:"alloc_growth_bytes"`
 	Relative         bool   `json:"relative"`
 	RSSBytes         *int64 `json:"rss_bytes"`
+	// HostPeakBytes is the host allocator's peak when a GPU trace's
+	// allocator events are all on the host (source "trace-host", whose
+	// peak_memory_bytes is null: a host peak is no GPU figure).
+	HostPeakBytes *int64 `json:"host_peak_bytes,omitempty"`
 	// Devices are the trace's numbers per device (peak_alloc_bytes,
 	// peak_reserved_bytes or alloc_growth_bytes); empty for hook samples.
 	Devices []analysis.DeviceMemory `json:"devices"`
@@ -145,8 +153,11 @@ func newStepMemory(m analysis.StepMemory, devs []analysis.DeviceMemory) *StepMem
 	if out.Devices == nil {
 		out.Devices = []analysis.DeviceMemory{}
 	}
-	if !out.Relative {
+	if !out.Relative && m.Source != analysis.MemFromTraceHost {
 		out.PeakMemoryBytes = ptr(m.Peak)
+	}
+	if m.HasHostPeak {
+		out.HostPeakBytes = ptr(m.HostPeak)
 	}
 	if m.HasReserved {
 		out.PeakReservedBytes = ptr(m.Reserved)
@@ -176,6 +187,9 @@ func (m *StepMemory) step() analysis.StepMemory {
 	}
 	if m.RSSBytes != nil {
 		out.RSS, out.HasRSS = *m.RSSBytes, true
+	}
+	if m.HostPeakBytes != nil {
+		out.HostPeak, out.HasHostPeak = *m.HostPeakBytes, true
 	}
 	return out
 }
@@ -231,6 +245,10 @@ func newProfile(r *analysis.Result) Profile {
 		Devices:     []Device{},
 		Steps:       make([]Step, 0, len(r.Steps)),
 		LeftOut:     r.LeftOut,
+	}
+	if r.PreCapture.Total() > 0 {
+		pc := r.PreCapture
+		out.PreCapture = &pc
 	}
 	if out.LeftOut == nil {
 		out.LeftOut = []analysis.LeftOut{}
@@ -547,6 +565,12 @@ func memoryLine(p *Profile) string {
 		return "memory: torch.cuda allocator peaks per step on " + where + ", from gpugate's step hook"
 	case analysis.MemFromHookRSS:
 		return "memory: the process's resident memory per step (its peak where it rose in the step), from gpugate's step hook"
+	case analysis.MemFromTraceHost:
+		line := "memory: no GPU figure: the trace's allocator events are all the host's"
+		if m.HostPeakBytes != nil {
+			line += fmt.Sprintf(" (host allocator peak %d bytes in the first step, reported as host memory, not gated)", *m.HostPeakBytes)
+		}
+		return line
 	}
 	return ""
 }

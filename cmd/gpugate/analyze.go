@@ -107,7 +107,7 @@ func analysisFlags(fs *flag.FlagSet) *analysisFlagSet {
 		tokens:    fs.Float64("tokens-per-step", 0, "tokens one step of one process consumes (`N`): reports tokens/s per step (perf.yaml tokens_per_step)"),
 		mfuDtype:  fs.String("mfu-dtype", "bf16", "`dtype` whose datasheet peak MFU is measured against: "+strings.Join(analysis.MFUDtypes, ", ")),
 		data:      fs.String("data-pattern", analysis.DefaultDataPattern.String(), "regular expression `RE` naming data-loader ranges"),
-		comm:      fs.String("comm-pattern", analysis.DefaultCommPattern.String(), "regular expression `RE` naming communication kernels"),
+		comm:      fs.String("comm-pattern", "", "regular expression `RE` naming communication kernels (default: the NCCL, RCCL, NVSHMEM, DeepEP, multimem, custom all-reduce and MSCCL++ kernels listed in docs/metrics.md)"),
 		nsys:      fs.String("nsys", "", "`path` of the nsys CLI used to export .nsys-rep reports (default: $GPUGATE_NSYS, then PATH)"),
 		maxBytes:  fs.Int64("max-trace-bytes", kineto.DefaultMaxBytes, "refuse a Kineto trace larger than `N` bytes after decompression"),
 		maxString: fs.Int("max-string", kineto.DefaultMaxString, "refuse a Kineto trace holding a name longer than `N` bytes"),
@@ -137,6 +137,9 @@ func (a *analysisFlagSet) options() (analysis.Options, error) {
 		src  *string
 		dst  **regexp.Regexp
 	}{{"-step-pattern", a.step, &opt.StepPattern}, {"-data-pattern", a.data, &opt.DataPattern}, {"-comm-pattern", a.comm, &opt.CommPattern}} {
+		if *f.src == "" {
+			continue // the default
+		}
 		re, err := regexp.Compile(*f.src)
 		if err != nil {
 			return opt, usagef("%s: %v", f.name, err)

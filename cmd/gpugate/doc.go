@@ -143,7 +143,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -comm-pattern RE
-	    	regular expression RE naming communication kernels (default "(?i)nccl|rccl")
+	    	regular expression RE naming communication kernels (default: the NCCL, RCCL, NVSHMEM, DeepEP, multimem, custom all-reduce and MSCCL++ kernels listed in docs/metrics.md)
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
@@ -272,7 +272,7 @@ Run 'gpugate help <command>' for details.
 	  -branch string
 	    	branch the run belongs to (default "main")
 	  -comm-pattern RE
-	    	regular expression RE naming communication kernels (default "(?i)nccl|rccl")
+	    	regular expression RE naming communication kernels (default: the NCCL, RCCL, NVSHMEM, DeepEP, multimem, custom all-reduce and MSCCL++ kernels listed in docs/metrics.md)
 	  -commit string
 	    	commit the run was made on
 	  -config file
@@ -393,7 +393,7 @@ Run 'gpugate help <command>' for details.
 	  -base file
 	    	baseline trace or analyze JSON file (repeatable)
 	  -comm-pattern RE
-	    	regular expression RE naming communication kernels (default "(?i)nccl|rccl")
+	    	regular expression RE naming communication kernels (default: the NCCL, RCCL, NVSHMEM, DeepEP, multimem, custom all-reduce and MSCCL++ kernels listed in docs/metrics.md)
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -format format
@@ -477,6 +477,8 @@ Run 'gpugate help <command>' for details.
 	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
 
 	Flags:
+	  -comm-pattern RE
+	    	regular expression RE naming communication kernels (default: perf.yaml comm_pattern, else the table in docs/metrics.md)
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -72,9 +73,15 @@ baseline of the current branch instead.
 		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
 		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
+		commPattern := fs.String("comm-pattern", "", "regular expression `RE` naming communication kernels (default: perf.yaml comm_pattern, else the table in docs/metrics.md)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected arguments %q", args)
+			}
+			if *commPattern != "" {
+				if _, err := regexp.Compile(*commPattern); err != nil {
+					return usagef("-comm-pattern: %v", err)
+				}
 			}
 			switch *format {
 			case "text", "markdown", "json":
@@ -88,6 +95,9 @@ baseline of the current branch instead.
 			w, err := c.Workload(*workload)
 			if err != nil {
 				return err
+			}
+			if *commPattern != "" {
+				w.CommPattern = *commPattern
 			}
 			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{out: *outDir, db: *dbPath, record: *record, nsys: nsysFlag(*nsysPath)})
 			if err != nil {

@@ -167,15 +167,9 @@ func (r *reader) read() ([]*trace.Profile, error) {
 			break
 		}
 	}
-	hasStrings, err := r.table("StringIds")
-	if err != nil {
+	if err := r.detectVersion(meta); err != nil {
 		return nil, err
 	}
-	if meta == "" || !hasStrings {
-		return nil, errors.New("SQLite database is not an Nsight Systems export (no META_DATA_EXPORT or EXPORT_META_DATA and StringIds tables)")
-	}
-	version, schema := r.meta(meta)
-	r.variant = fmt.Sprintf("nsys %s (schema %s)", version, schema)
 	r.names = trace.NewStrings()
 	if err := r.enums(); err != nil {
 		return nil, err
@@ -185,6 +179,53 @@ func (r *reader) read() ([]*trace.Profile, error) {
 		return nil, err
 	}
 	return r.profiles(s)
+}
+
+// activityTables are the tables whose rows the reader turns into a
+// profile; an export without metadata is read when it has one of them.
+var activityTables = []string{
+	"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+	"CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS",
+}
+
+// detectVersion sets r.variant from the export's metadata table (meta,
+// "" when it has none) and checks that the file is an nsys export. Every
+// export nsys writes has a metadata table and StringIds, but a
+// post-processed copy (tables dropped or filtered by a script, as the
+// nsys-ai fixtures were cut down) may lack the metadata: the reader
+// detects every table and column it uses anyway (TL;DR of the schema
+// notes), so such a file is read, with a warning that the version is
+// unknown. What is missing is said exactly.
+func (r *reader) detectVersion(meta string) error {
+	hasStrings, err := r.table("StringIds")
+	if err != nil {
+		return err
+	}
+	var activity []string
+	for _, t := range activityTables {
+		ok, err := r.table(t)
+		if err != nil {
+			return err
+		}
+		if ok {
+			activity = append(activity, t)
+		}
+	}
+	switch {
+	case meta == "" && !hasStrings:
+		return errors.New("SQLite database is not an Nsight Systems export: it has neither an export metadata table (META_DATA_EXPORT or EXPORT_META_DATA) nor the StringIds table")
+	case !hasStrings:
+		return fmt.Errorf("SQLite database has the nsys export metadata table %s but no StringIds table, which holds every name (kernels, API calls, threads): a damaged or filtered export", meta)
+	case meta == "" && len(activity) == 0:
+		return fmt.Errorf("SQLite database is not a readable Nsight Systems export: it has StringIds but no export metadata table (META_DATA_EXPORT or EXPORT_META_DATA) and none of the tables a profile is made of (%s)", strings.Join(activityTables, ", "))
+	case meta == "":
+		r.variant = "nsys (version unknown: no export metadata table)"
+		r.warnf("the export has no META_DATA_EXPORT or EXPORT_META_DATA table (a post-processed copy?): the nsys version is unknown, and the tables and columns were detected from the schema (%s)", strings.Join(activity, ", "))
+		return nil
+	}
+	version, schema := r.meta(meta)
+	r.variant = fmt.Sprintf("nsys %s (schema %s)", version, schema)
+	return nil
 }
 
 // table reports whether the export has the table name. A view or a
