@@ -132,6 +132,11 @@ type Plan struct {
 	workdir  string
 	stepLog  *regexp.Regexp
 	aopt     analysis.Options
+	// fpFallback says where FP's versions come from until a run's
+	// training process reports its own (ranks.go), and fpLogged that
+	// the source was logged.
+	fpFallback string
+	fpLogged   bool
 }
 
 // Prepare resolves the workload's profiler and takes the machine's
@@ -178,6 +183,10 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		python = args[0]
 	}
 	p.FP = runner.TakeFingerprint(ctx, python, p.nsysBin, p.Profiler)
+	p.fpFallback = fmt.Sprintf("torch %s, CUDA %s, Python %s, probed with %s -c (fallback: no training process reported its own)", p.FP.Torch, p.FP.CUDA, p.FP.Python, python)
+	if python == "" {
+		p.fpFallback = "none: the command does not start with python, and no training process reported its own (profiler none, or no optimizer step)"
+	}
 	p.aopt.Work = analysis.Work{SamplesPerStep: w.SamplesPerStep, TokensPerStep: w.TokensPerStep, MFUDtype: w.MFUDtype, Device: p.FP.GPU}
 	return p, nil
 }
@@ -216,6 +225,9 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	}
 	results, err := AnalyzeFiles(ctx, res.Traces, p.aopt, load.Options{Nsys: p.nsysBin})
 	if err != nil {
+		return nil, err
+	}
+	if err := p.fromJob(res, results); err != nil {
 		return nil, err
 	}
 	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
@@ -276,6 +288,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 			fmt.Fprintf(o.Stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(once.StepTimes), analysis.Summarize(once.StepTimes).Median)
 			continue
 		}
+		ex.Fingerprint = p.FP // with the versions the job reported (ranks.go)
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
 		ex.Conditions = append(ex.Conditions, once.Conditions)

@@ -27,6 +27,11 @@ type Fingerprint struct {
 	CPUs     int    `json:"cpus"`
 	Torch    string `json:"torch"`
 	Python   string `json:"python"`
+	// CUDNN and NCCL are the versions torch reports (cuDNN as its number,
+	// e.g. "90100"), from inside the job; empty for a build without them,
+	// so that CPU fingerprints hash as before they existed.
+	CUDNN    string `json:"cudnn,omitempty"`
+	NCCL     string `json:"nccl,omitempty"`
 	Nsys     string `json:"nsys,omitempty"`
 	Profiler string `json:"profiler"`
 	OS       string `json:"os"`
@@ -94,7 +99,9 @@ func probe(ctx context.Context, limit time.Duration, name string, args ...string
 var torchProbeLimit = 3 * time.Minute
 
 // TakeFingerprint reads the machine: nvidia-smi for GPUs and the driver,
-// /proc/cpuinfo, the job's Python for torch, and nsys --version.
+// /proc/cpuinfo, the job's Python for torch, and nsys --version. The
+// versions it probes with python -c are a fallback: a profiled run
+// replaces them with those its training process reports (FromJob).
 func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerprint {
 	f := Fingerprint{GPU: "none", CPUs: runtime.NumCPU(), Profiler: profiler, OS: runtime.GOOS + "/" + runtime.GOARCH}
 	if smi := output(ctx, "nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"); smi != "" {
