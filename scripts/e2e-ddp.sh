@@ -30,6 +30,12 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/gpugate" ./cmd/gpugate
 cp examples/ddp/train.py examples/ddp/launch.py examples/ddp/torchrun-debian.sh "$work/"
 sed "s#\"python3\"#\"$PY\"#" examples/ddp/perf.yaml >"$work/perf.yaml"
+# Debian 12's torch 1.13 runs on Python 3.11, under which its torchrun
+# fails before starting a worker (elastic/multiprocessing/api.py to_map:
+# "'NoneType' object has no attribute 'get'", an upstream incompatibility
+# fixed in torch 2): there only the plain launcher and mp.spawn run.
+hows="torchrun launcher spawn"
+case $want_torch in 1.*) hows="launcher spawn"; log "torch $want_torch: torchrun skipped (broken under Python 3.11 upstream)" ;; esac
 cd "$work"
 export PYTHON=$PY # torchrun-debian.sh's python
 fail=0
@@ -46,7 +52,7 @@ run() {
 	fi
 }
 
-for how in torchrun launcher spawn; do
+for how in $hows; do
 	run "$how" "ddp-$how" main 0 -record-baseline || continue
 	n=$(grep -c 'profiler started at the first optimizer step' "$how/job.log" || true)
 	if [ "$n" != 2 ] || ! grep -q 'rank 0 of 2: profiler started' "$how/job.log" || ! grep -q 'rank 1 of 2: profiler started' "$how/job.log"; then
@@ -57,11 +63,11 @@ done
 
 # What was stored: per workload, one baseline of 2 ranks (0 and 1, world
 # size 2) with the job's torch in its fingerprint.
-python3 - b.db "$want_torch" <<'PY' || fail=1
+python3 - b.db "$want_torch" $hows <<'PY' || fail=1
 import json, sqlite3, sys
 db, want = sqlite3.connect(sys.argv[1]), sys.argv[2]
 ok = True
-for wl in ("ddp-torchrun", "ddp-launcher", "ddp-spawn"):
+for wl in ("ddp-" + h for h in sys.argv[3:]):
     rows = db.execute("SELECT fingerprint, analysis FROM runs WHERE workload = ? AND kind = 'baseline'", (wl,)).fetchall()
     if len(rows) != 1:
         print(f"e2e-ddp: FAIL: {wl}: {len(rows)} baseline runs stored, want 1", file=sys.stderr); ok = False; continue
@@ -78,7 +84,8 @@ PY
 # A second run is compared with the baseline: a verdict, never a
 # regression (one 4-step run against one: inconclusive is honest; exit 2
 # before issue 19's exit code 3, 3 after).
-for how in torchrun launcher; do
+for how in $hows; do
+	[ "$how" = spawn ] && continue
 	run "$how-again" "ddp-$how" feature '0|2|3' || continue
 	grep -q '^gpugate: baseline: main, 1 run' "$how-again.err" || { log "FAIL: $how-again was not compared with the baseline"; fail=1; }
 	grep -Eq '^gpugate: (PASS|INCONCLUSIVE)' "$how-again.out" || { log "FAIL: $how-again: no PASS/INCONCLUSIVE verdict"; tail -n 5 "$how-again.out" >&2; fail=1; }

@@ -114,7 +114,10 @@ cache: path is empty.`,
 			if err != nil {
 				return err
 			}
-			path := storeTarget(*db, c)
+			path, err := storeTarget(*db, c, w.Name)
+			if err != nil {
+				return err
+			}
 			if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
 				path = ""
 			}

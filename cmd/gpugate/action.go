@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpugate/gpugate/action"
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/pipeline"
@@ -227,31 +228,24 @@ func isPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// store resolves the baseline store of a workload: the baseline-db input;
-// else perf.yaml's baseline.db when it is a postgres:// URL or an absolute
-// path; else a SQLite file outside the workspace (actions/checkout cleans
-// the workspace, and a relative path is inside it), one per workload so
-// that the caches of two workloads never overwrite each other:
-// $GPUGATE_STORE_DIR, else $HOME/.cache/gpugate, /WORKLOAD/baseline.db.
+// store resolves the baseline store of a workload as the CLI does
+// (baseline.Location): the baseline-db input, $GPUGATE_DB, perf.yaml's
+// baseline.db when it is a postgres:// URL or an absolute path, else
+// DIR/WORKLOAD/baseline.db outside the workspace (DIR: $GPUGATE_STORE_DIR,
+// $XDG_CACHE_HOME/gpugate, ~/.cache/gpugate or $RUNNER_TEMP/gpugate-store).
+// The action always runs under GitHub Actions, as the resolution assumes.
 func store(getenv func(string) string, in inputs, c *config.Config, w *config.Workload) string {
-	if in.db != "" {
-		return in.db
-	}
-	if db := c.Baseline.DB; isPostgres(db) || filepath.IsAbs(db) {
-		return db
-	}
-	dir := getenv("GPUGATE_STORE_DIR")
-	if dir == "" && getenv("HOME") != "" {
-		dir = filepath.Join(getenv("HOME"), ".cache", "gpugate")
-	}
-	if dir == "" {
-		tmp := getenv("RUNNER_TEMP")
-		if tmp == "" {
-			tmp = os.TempDir()
+	env := func(k string) string {
+		if k == "GITHUB_ACTIONS" {
+			return "true"
 		}
-		dir = filepath.Join(tmp, "gpugate-store")
+		return getenv(k)
 	}
-	return filepath.Join(dir, slug(w.Name), "baseline.db")
+	db, err := baseline.Location(in.db, c.Baseline.DB, slug(w.Name), env)
+	if err != nil { // only without HOME and RUNNER_TEMP: a bare environment
+		db = filepath.Join(os.TempDir(), "gpugate-store", slug(w.Name), "baseline.db")
+	}
+	return db
 }
 
 // cacheKeyPrefix and cacheKey are the actions/cache keys of a workload's

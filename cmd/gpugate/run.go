@@ -69,7 +69,7 @@ baseline of the current branch instead.
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		format := formatFlag(fs, "text", "markdown", "json")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
-		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)")
+		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
 		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
@@ -158,7 +158,10 @@ func pipelineOptions(ctx context.Context, stdout, stderr io.Writer, c *config.Co
 
 // runWorkload runs the whole pipeline for a workload; see pipeline.Run.
 func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) (*outcome, error) {
-	o.db = storeTarget(o.db, c)
+	var err error
+	if o.db, err = storeTarget(o.db, c, w.Name); err != nil {
+		return nil, err
+	}
 	return pipeline.Run(ctx, pipelineOptions(ctx, stdout, stderr, c, w, o))
 }
 
