@@ -53,8 +53,10 @@ type Options struct {
 	// config is relative to it); default the config file's folder. A/B
 	// mode runs the base side in a worktree this way.
 	Dir string
-	// Branch and Commit describe the code that runs; Branch "" or "HEAD"
-	// means Config.Baseline.Branch.
+	// Branch and Commit describe the code that runs (GitInfo); Branch ""
+	// means Config.Baseline.Branch, and "HEAD" or Detached a checkout
+	// whose branch nobody could tell: compared, never recorded as a
+	// baseline.
 	Branch, Commit string
 	// MergeBase is the commit whose ancestors' runs are the baseline; ""
 	// asks git for the merge-base of HEAD and the base branch when Branch

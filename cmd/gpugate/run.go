@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/baseline"
@@ -120,32 +118,9 @@ func finish(stdout io.Writer, format string, oc *outcome) error {
 	return verdictError(oc.Report.Verdict, false)
 }
 
-// gitInfo returns the current branch and commit, from GPUGATE_BRANCH /
-// GitHub's variables or git; "" when unknown.
+// gitInfo returns the current branch and commit (pipeline.GitInfo).
 func gitInfo(ctx context.Context, dir string) (branch, commit string) {
-	git := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(string(out))
-	}
-	for _, k := range []string{"GPUGATE_BRANCH", "GITHUB_HEAD_REF", "GITHUB_REF_NAME"} {
-		if v := os.Getenv(k); v != "" {
-			branch = v
-			break
-		}
-	}
-	if branch == "" {
-		branch = git("rev-parse", "--abbrev-ref", "HEAD")
-	}
-	commit = os.Getenv("GITHUB_SHA")
-	if commit == "" {
-		commit = git("rev-parse", "HEAD")
-	}
-	return branch, commit
+	return pipeline.GitInfo(ctx, dir, os.Getenv)
 }
 
 // pipelineOptions fills in what the environment says: branch, commit,
