@@ -187,7 +187,7 @@ Run 'gpugate help <command>' for details.
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -workload string
@@ -206,7 +206,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 
 # baseline import
 
@@ -220,7 +220,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 
 # baseline list
 
@@ -230,7 +230,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -format format
 	    	output format: text or json (default text)
 	  -workload string
@@ -244,7 +244,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -keep int
 	    	runs to keep per workload, fingerprint and kind
 
@@ -272,7 +272,7 @@ Run 'gpugate help <command>' for details.
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -max-events N
 	    	refuse a Kineto trace with more than N events (default 20000000)
 	  -max-string N
@@ -331,7 +331,7 @@ Run 'gpugate help <command>' for details.
 	  -branch string
 	    	branch (default "main")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -fingerprint hash
 	    	fingerprint hash whose runs to show (default: the newest baseline run's)
 	  -metric name
@@ -413,11 +413,16 @@ Run 'gpugate help <command>' for details.
 
 # config check
 
-	usage: gpugate config check FILE
+	usage: gpugate config check [-config] FILE
 
 	Config check decodes a perf.yaml strictly — unknown keys, values of the wrong
 	type and missing commands are errors with file:line:column — fills in the
-	defaults and prints the workloads as gpugate will run them.
+	defaults and prints the workloads as gpugate will run them. The file may be
+	given as -config FILE, as for gpugate run.
+
+	Flags:
+	  -config file
+	    	the perf.yaml file (or the argument)
 
 # run
 
@@ -443,7 +448,7 @@ Run 'gpugate help <command>' for details.
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -format format
 	    	output format: text, markdown or json (default text)
 	  -nsys path

@@ -18,14 +18,19 @@ import (
 )
 
 var configCheckCmd = &command{
-	usage: "config check FILE",
+	usage: "config check [-config] FILE",
 	short: "validate a perf.yaml without running anything",
 	long: `
 Config check decodes a perf.yaml strictly — unknown keys, values of the wrong
 type and missing commands are errors with file:line:column — fills in the
-defaults and prints the workloads as gpugate will run them.`,
+defaults and prints the workloads as gpugate will run them. The file may be
+given as -config FILE, as for gpugate run.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		cfg := fs.String("config", "", "the perf.yaml `file` (or the argument)")
 		return func(_ context.Context, stdout, _ io.Writer, args []string) error {
+			if *cfg != "" {
+				args = append([]string{*cfg}, args...)
+			}
 			if len(args) != 1 {
 				return usagef("want one perf.yaml")
 			}
