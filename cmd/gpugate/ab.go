@@ -84,7 +84,7 @@ Baseline cache-key prints, as name=value lines for $GITHUB_OUTPUT, where
 the SQLite store is (path) and the actions/cache keys that carry it from
 one ephemeral runner to the next:
 
-  path=$RUNNER_TOOL_CACHE/gpugate/baseline.db
+  path=~/.cache/gpugate/WORKLOAD/baseline.db
   key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-RUNID-ATTEMPT
   restore-key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-
 
