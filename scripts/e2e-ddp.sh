@@ -96,4 +96,4 @@ done
 if [ "$fail" != 0 ]; then
 	exit 1
 fi
-log "OK: torch $want_torch: torchrun, a plain launcher and mp.spawn each recorded a baseline of 2 ranks (world size 2) with torch $want_torch from inside the job; reruns compared"
+log "OK: torch $want_torch: $hows each recorded a baseline of 2 ranks (world size 2) with torch $want_torch from inside the job; reruns compared"
