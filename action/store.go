@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 )
 
@@ -58,24 +59,17 @@ func isPostgres(db string) bool {
 // that the caches of two workloads never overwrite each other:
 // $GPUGATE_STORE_DIR, else $HOME/.cache/gpugate, /WORKLOAD/baseline.db.
 func store(getenv func(string) string, in inputs, c *config.Config, w *config.Workload) string {
-	if in.db != "" {
-		return in.db
-	}
-	if db := c.Baseline.DB; isPostgres(db) || filepath.IsAbs(db) {
-		return db
-	}
-	dir := getenv("GPUGATE_STORE_DIR")
-	if dir == "" && getenv("HOME") != "" {
-		dir = filepath.Join(getenv("HOME"), ".cache", "gpugate")
-	}
-	if dir == "" {
-		tmp := getenv("RUNNER_TEMP")
-		if tmp == "" {
-			tmp = os.TempDir()
+	env := func(k string) string {
+		if k == "GITHUB_ACTIONS" {
+			return "true"
 		}
-		dir = filepath.Join(tmp, "gpugate-store")
+		return getenv(k)
 	}
-	return filepath.Join(dir, Slug(w.Name), "baseline.db")
+	db, err := baseline.Location(in.db, c.Baseline.DB, Slug(w.Name), env)
+	if err != nil { // only without HOME and RUNNER_TEMP: a bare environment
+		db = filepath.Join(os.TempDir(), "gpugate-store", Slug(w.Name), "baseline.db")
+	}
+	return db
 }
 
 // CacheKeyPrefix and CacheKey are the actions/cache keys of a workload's
@@ -108,4 +102,11 @@ func keyPart(s string) string {
 		return "x"
 	}
 	return s
+}
+
+// StoreFor is the store the Action uses for workload w with the
+// baseline-db input db: the CLI under Actions resolves the same one
+// (baseline.Location; cmd/gpugate's TestStoreCLIAndActionAgree).
+func StoreFor(getenv func(string) string, db string, c *config.Config, w *config.Workload) string {
+	return store(getenv, inputs{db: db}, c, w)
 }

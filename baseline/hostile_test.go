@@ -26,7 +26,9 @@ func hostileExports(t *testing.T) []struct {
 	if !firstStepTime.MatchString(d) {
 		t.Fatal("the document has no step_time_ns")
 	}
-	stepTime := func(v string) string { return exportRun(t, "1", firstStepTime.ReplaceAllLiteralString(d, `"step_time_ns": `+v), "", "") }
+	stepTime := func(v string) string {
+		return exportRun(t, "1", firstStepTime.ReplaceAllLiteralString(d, `"step_time_ns": `+v), "", "")
+	}
 	return []struct {
 		name string
 		json string

@@ -556,8 +556,13 @@ func (c *Config) validate() Errors {
 			if p.re == "" {
 				continue
 			}
-			if _, err := regexp.Compile(p.re); err != nil {
+			re, err := regexp.Compile(p.re)
+			if err != nil {
 				bad(w, "workload %q: %s: %v", w.Name, p.key, err)
+			} else if p.key == "step_log" && re.NumSubexp() == 0 {
+				// Its first group is the number read; without one every
+				// matching line would be dropped, and the timing pass silently lost.
+				bad(w, "workload %q: step_log %q has no capture group: its first group must match the step time in ms, e.g. 'time_ms=([0-9.]+)'", w.Name, p.re)
 			}
 		}
 		if w.Nsys.Trace == "" {

@@ -58,6 +58,7 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  step_time: Inf%\n", "is not a percentage"},
 		{"version: 1\nworkloads:\n  - command: [x]\nallowances:\n  kernels: 1%\n  step_tme: 10%\n", "perf.yaml:6:3: allowances: unknown metric \"step_tme\""},
 		{"version: 1\nworkloads:\n  - command: [x]\n    repeat: 0\n", "repeat must be >= 1"},
+		{"version: 1\nworkloads:\n  - command: [x]\n    step_log: 'time_ms=[0-9.]+'\n", "perf.yaml:3:5: workload \"workload1\": step_log \"time_ms=[0-9.]+\" has no capture group"},
 		{"version: 1\nworkloads:\n  - command: [x]\nbaseline:\n  runs: 0\n", "baseline.runs must be >= 1"},
 		// Issue 23: limits a typo cannot pass, reported where they are written.
 		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: 1e9\n", "perf.yaml:5:5: workload \"a\": repeat must be at most 100"},

@@ -169,7 +169,6 @@ func Accept(r *Report, label string) bool {
 	return true
 }
 
-
 // Side describes what one side of the comparison is made of.
 type Side struct {
 	// Newest is when the newest run of the side was recorded (RFC 3339),

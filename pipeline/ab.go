@@ -252,6 +252,12 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	applyConditions(rep, baseConds, headConds)
 	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine (%s); no stored baseline took part, so no fingerprint mismatch is possible",
 		Short(base.Commit), Short(head.Commit), strings.Join(order, " "))}, rep.Warnings...)
+	// The versions each side's training processes reported (ranks.go): a
+	// head that changes torch is what A/B measures, but the reader must
+	// know that the difference includes it.
+	if d := plans["base"].FP.Diff(plans["head"].FP); len(d) > 0 {
+		rep.Warnings = append(rep.Warnings, "A/B: base and head ran on different software, as their training processes report it: "+strings.Join(d, "; ")+" (base != head)")
+	}
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {
 		rep.DeepDive = abDeepDive(ctx, o, rep, plans["base"], plans["head"], o.Out)
 	}

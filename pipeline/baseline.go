@@ -359,12 +359,18 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		return &Outcome{Workload: w.Name, Fingerprint: ex.Fingerprint, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
 	}
 	branch := o.Branch
-	if branch == "" || branch == "HEAD" {
+	if branch == "" {
 		branch = c.Baseline.Branch
+	}
+	if branch == "HEAD" { // git's name for a detached HEAD, never a branch
+		branch = Detached
 	}
 	kind := "candidate"
 	if o.Record {
 		kind = "baseline"
+		if branch == Detached {
+			return nil, fmt.Errorf("workload %s: cannot record a baseline: the checkout is a detached HEAD and no variable names its branch (set GPUGATE_BRANCH; GitHub, GitLab CI and Buildkite variables are read too)", w.Name)
+		}
 	}
 	if store == nil && missingReadOnly(o) {
 		// Read-only and nothing there: nothing to compare with, and

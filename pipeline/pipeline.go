@@ -53,8 +53,10 @@ type Options struct {
 	// config is relative to it); default the config file's folder. A/B
 	// mode runs the base side in a worktree this way.
 	Dir string
-	// Branch and Commit describe the code that runs; Branch "" or "HEAD"
-	// means Config.Baseline.Branch.
+	// Branch and Commit describe the code that runs (GitInfo); Branch ""
+	// means Config.Baseline.Branch, and "HEAD" or Detached a checkout
+	// whose branch nobody could tell: compared, never recorded as a
+	// baseline.
 	Branch, Commit string
 	// MergeBase is the commit whose ancestors' runs are the baseline; ""
 	// asks git for the merge-base of HEAD and the base branch when Branch
@@ -132,6 +134,11 @@ type Plan struct {
 	workdir  string
 	stepLog  *regexp.Regexp
 	aopt     analysis.Options
+	// fpFallback says where FP's versions come from until a run's
+	// training process reports its own (ranks.go), and fpLogged that
+	// the source was logged.
+	fpFallback string
+	fpLogged   bool
 }
 
 // Prepare resolves the workload's profiler and takes the machine's
@@ -181,6 +188,10 @@ func Prepare(ctx context.Context, o Options) (*Plan, error) {
 		python = args[0]
 	}
 	p.FP = runner.TakeFingerprint(ctx, python, p.nsysBin, p.Profiler)
+	p.fpFallback = fmt.Sprintf("torch %s, CUDA %s, Python %s, probed with %s -c (fallback: no training process reported its own)", p.FP.Torch, p.FP.CUDA, p.FP.Python, python)
+	if python == "" {
+		p.fpFallback = "none: the command does not start with python, and no training process reported its own (profiler none, or no optimizer step)"
+	}
 	p.aopt.Work = analysis.Work{SamplesPerStep: w.SamplesPerStep, TokensPerStep: w.TokensPerStep, MFUDtype: w.MFUDtype, Device: p.FP.GPU}
 	return p, nil
 }
@@ -219,6 +230,9 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	}
 	results, err := AnalyzeFiles(ctx, res.Traces, p.aopt, load.Options{Nsys: p.nsysBin})
 	if err != nil {
+		return nil, err
+	}
+	if err := p.fromJob(res, results); err != nil {
 		return nil, err
 	}
 	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
@@ -281,6 +295,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 			fmt.Fprintf(o.Stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(once.StepTimes), analysis.Summarize(once.StepTimes).Median)
 			continue
 		}
+		ex.Fingerprint = p.FP // with the versions the job reported (ranks.go)
 		ex.Runs = append(ex.Runs, once.Run)
 		ex.Docs = append(ex.Docs, once.Doc)
 		ex.Conditions = append(ex.Conditions, once.Conditions)

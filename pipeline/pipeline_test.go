@@ -263,3 +263,27 @@ func TestJudgeReadOnlyOption(t *testing.T) {
 		t.Errorf("read-only run created %s", missing)
 	}
 }
+
+// A detached HEAD that no variable names is never recorded as a baseline
+// (it used to count as the base branch); as a candidate it is stored under
+// pipeline.Detached, which no real branch can be called.
+func TestJudgeDetached(t *testing.T) {
+	ctx := context.Background()
+	c, w := cfg(t, "")
+	db := filepath.Join(t.TempDir(), "b.db")
+	for _, branch := range []string{pipeline.Detached, "HEAD"} {
+		_, err := pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: db, Branch: branch, Record: true}, execution(t, here))
+		if err == nil || !strings.Contains(err.Error(), "detached HEAD") || !strings.Contains(err.Error(), "GPUGATE_BRANCH") {
+			t.Errorf("recording on %q: %v", branch, err)
+		}
+	}
+	if _, err := pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: db, Branch: "HEAD", MergeBase: "m1"}, execution(t, here)); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := baseline.Open(ctx, db)
+	defer s.Close()
+	runs, _ := s.Runs(ctx, baseline.Filter{Workload: w.Name})
+	if len(runs) != 1 || runs[0].Branch != pipeline.Detached || runs[0].Kind != "candidate" {
+		t.Errorf("stored %+v, want one candidate on %q", runs, pipeline.Detached)
+	}
+}

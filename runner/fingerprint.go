@@ -27,6 +27,11 @@ type Fingerprint struct {
 	CPUs     int    `json:"cpus"`
 	Torch    string `json:"torch"`
 	Python   string `json:"python"`
+	// CUDNN and NCCL are the versions torch reports (cuDNN as its number,
+	// e.g. "90100"), from inside the job; empty for a build without them,
+	// so that CPU fingerprints hash as before they existed.
+	CUDNN    string `json:"cudnn,omitempty"`
+	NCCL     string `json:"nccl,omitempty"`
 	Nsys     string `json:"nsys,omitempty"`
 	Profiler string `json:"profiler"`
 	OS       string `json:"os"`
@@ -89,12 +94,27 @@ func probe(ctx context.Context, limit time.Duration, name string, args ...string
 	return strings.TrimSpace(string(b)), false
 }
 
+// probeScript prints what gpugate_job.versions() reports from inside a
+// job, the same way, so that a probed fingerprint and one from inside the
+// job hash alike: python, torch, CUDA ("none"), cuDNN and NCCL ("-" for
+// none).
+const probeScript = `import sys, torch
+def v(f):
+    try:
+        x = f()
+    except Exception:
+        return "-"
+    return ".".join(map(str, x)) if isinstance(x, tuple) else (str(x) if x else "-")
+print(sys.version.split()[0], torch.__version__, torch.version.cuda or "none", v(torch.backends.cudnn.version), v(torch.cuda.nccl.version))`
+
 // torchProbeLimit bounds the job's Python importing torch: a cold import
 // on a loaded 2-core runner has been seen to take over 30 s.
 var torchProbeLimit = 3 * time.Minute
 
 // TakeFingerprint reads the machine: nvidia-smi for GPUs and the driver,
-// /proc/cpuinfo, the job's Python for torch, and nsys --version.
+// /proc/cpuinfo, the job's Python for torch, and nsys --version. The
+// versions it probes with python -c are a fallback: a profiled run
+// replaces them with those its training process reports (FromJob).
 func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerprint {
 	f := Fingerprint{GPU: "none", CPUs: runtime.NumCPU(), Profiler: profiler, OS: runtime.GOOS + "/" + runtime.GOARCH}
 	if smi := output(ctx, "nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"); smi != "" {
@@ -114,7 +134,7 @@ func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerp
 		fh.Close()
 	}
 	if python != "" {
-		v, timedOut := probe(ctx, torchProbeLimit, python, "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda or 'none')")
+		v, timedOut := probe(ctx, torchProbeLimit, python, "-c", probeScript)
 		switch {
 		case timedOut:
 			// Never record a machine without torch because the import was
@@ -122,8 +142,9 @@ func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerp
 			// This one differs visibly, field by field.
 			f.Torch, f.CUDA = "unknown (import torch timed out)", "unknown (import torch timed out)"
 		case v != "":
-			if p := strings.Fields(v); len(p) == 3 {
+			if p := strings.Fields(v); len(p) == 5 {
 				f.Python, f.Torch, f.CUDA = p[0], p[1], p[2]
+				f.CUDNN, f.NCCL = strings.Trim(p[3], "-"), strings.Trim(p[4], "-")
 			}
 		}
 		if v == "" {

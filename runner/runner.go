@@ -96,6 +96,9 @@ type Result struct {
 	// MaxRSSBytes is the job's peak resident memory, the largest of any
 	// one of its processes (rusage.go); 0 when unknown.
 	MaxRSSBytes int64
+	// Processes are the job's training processes, by rank, as they
+	// reported themselves from inside (jobinfo.go); none for profiler none.
+	Processes []Process
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -172,6 +175,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			"GPUGATE_STEP_LOG=1",
 			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
 			"GPUGATE_STEP_SAMPLES="+filepath.Join(out, stepSamplesName),
+			"GPUGATE_JOB_OUT="+filepath.Join(out, jobInfoName),
 			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
 		if job.FLOPs {
 			env = append(env, "GPUGATE_FLOPS=1")
@@ -184,7 +188,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		// The target's own variables go through -e, so that nsys's own
 		// Python tools do not load the injection.
 		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1",
-			"GPUGATE_STEP_SAMPLES=" + filepath.Join(out, stepSamplesName)}
+			"GPUGATE_STEP_SAMPLES=" + filepath.Join(out, stepSamplesName), "GPUGATE_JOB_OUT=" + filepath.Join(out, jobInfoName)}
 		for _, t := range target {
 			if strings.Contains(t, ",") {
 				return nil, fmt.Errorf("nsys -e cannot pass %q: it contains a comma", t)
@@ -197,6 +201,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		}
 		nargs = append(nargs, job.NsysArgs...)
 		args = append(nargs, args...)
+		fmt.Fprintf(job.Output, "[%s] gpugate: nsys follows the job's child processes (--trace-fork-before-exec=true): a launcher's workers (torchrun) and DataLoader workers are traced in one report\n", job.Name)
 		// nsys writes its temporary report next to the artifacts, not in a
 		// /tmp shared with other runs.
 		tmp := filepath.Join(out, "tmp")
@@ -215,6 +220,9 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 	if job.Profiler != None {
 		res.StepSamples, _ = filepath.Glob(filepath.Join(out, "steps-*.jsonl"))
 		sort.Strings(res.StepSamples)
+		if res.Processes, err = readProcesses(out); err != nil {
+			return res, &Error{Job: job.Name, What: "left an unreadable rank report: " + err.Error(), Log: res.Log}
+		}
 	}
 
 	switch job.Profiler {
@@ -223,6 +231,11 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		sort.Strings(res.Traces)
 		if len(res.Traces) == 0 {
 			return res, &Error{Job: job.Name, What: fmt.Sprintf("wrote no torch.profiler trace: it ran %d optimizer steps, and the profiler needs 1 + warmup_steps (%d) + measure_steps (%d) of them; is it a PyTorch training loop calling optimizer.step()?", res.Steps, job.WarmupSteps, job.MeasureSteps), Log: res.Log}
+		}
+		// Never a run of fewer ranks than the job had: a rank that wrote
+		// no trace would silently leave the comparison.
+		if miss := missingRanks(res.Processes, res.Traces); miss != "" {
+			return res, &Error{Job: job.Name, What: miss, Log: res.Log}
 		}
 	case Nsys:
 		rep := filepath.Join(out, "report.nsys-rep")
@@ -268,7 +281,9 @@ func lastLine(s string) string {
 // folder; the hook replaces {rank} with the process's RANK.
 const stepSamplesName = "steps-{rank}.jsonl"
 
-var stepLine = regexp.MustCompile(`^gpugate-step (\d+)$`)
+// stepLine is an injection's step line: "gpugate-step N", with " rank R"
+// in a ranked process.
+var stepLine = regexp.MustCompile(`^gpugate-step (\d+)(?: rank (\d+))?$`)
 
 // tokenVar carries a random token into the job's environment, by which the
 // processes it leaves behind are recognised.
@@ -343,9 +358,14 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 			lines++
 		}
 		if m := stepLine.FindStringSubmatch(line); m != nil {
-			res.Steps, _ = strconv.Atoi(m[1])
-			if res.Steps%10 == 0 {
-				fmt.Fprintf(job.Output, "[%s] step %d, %.1fs\n", job.Name, res.Steps, time.Since(start).Seconds())
+			n, _ := strconv.Atoi(m[1])
+			res.Steps = max(res.Steps, n) // the furthest rank
+			if n%10 == 0 {
+				rank := ""
+				if m[2] != "" {
+					rank = " rank " + m[2] + ":"
+				}
+				fmt.Fprintf(job.Output, "[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(start).Seconds())
 			}
 			return
 		}

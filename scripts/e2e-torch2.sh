@@ -11,6 +11,7 @@
 # Without the wrapper it skips, except in CI (CI=true), where it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 export PATH=$PATH:/usr/local/go/bin
 
 PY=${GPUGATE_TORCH2_BIN:-/opt/gpugate/bin/python3-torch2}
@@ -111,6 +112,10 @@ if not ok:
 PY
 expect flops out 'samples_per_s'
 expect flops out 'gflop_per_step +0.287'
+
+# Multi-process jobs: a 2-rank DDP loop started by torchrun, a plain
+# launcher and torch.multiprocessing.spawn (its own script, same torch).
+bash "$root/scripts/e2e-ddp.sh" "$PY" || { log "FAIL: scripts/e2e-ddp.sh"; fail=1; }
 
 if [ "$fail" != 0 ]; then
 	exit 1

@@ -84,7 +84,7 @@ Baseline cache-key prints, as name=value lines for $GITHUB_OUTPUT, where
 the SQLite store is (path) and the actions/cache keys that carry it from
 one ephemeral runner to the next:
 
-  path=$RUNNER_TOOL_CACHE/gpugate/baseline.db
+  path=~/.cache/gpugate/WORKLOAD/baseline.db
   key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-RUNID-ATTEMPT
   restore-key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-
 
@@ -114,7 +114,10 @@ cache: path is empty.`,
 			if err != nil {
 				return err
 			}
-			path := storeTarget(*db, c)
+			path, err := storeTarget(*db, c, w.Name)
+			if err != nil {
+				return err
+			}
 			if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
 				path = ""
 			}

@@ -26,7 +26,7 @@ func prTargetRunEvent(t *testing.T, path, conclusion, baseSHA string) {
 	t.Helper()
 	repo := map[string]any{"id": 300029405, "name": "train", "full_name": "acme/train", "fork": false, "owner": map[string]any{"login": "acme", "type": "Organization"}}
 	ev := map[string]any{
-		"action": "completed",
+		"action":   "completed",
 		"workflow": map[string]any{"id": 2823525, "name": "gpugate (fork-safe run)", "path": ".github/workflows/gpugate-fork-safe-run.yml", "state": "active"},
 		"workflow_run": map[string]any{
 			"id": 991, "name": "gpugate (fork-safe run)", "event": "pull_request_target", "status": "completed", "conclusion": conclusion,

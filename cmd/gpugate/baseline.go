@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -22,45 +21,36 @@ import (
 	"github.com/gpugate/gpugate/stats"
 )
 
-const defaultDB = ".gpugate/baseline.db"
+const defaultDB = baseline.DefaultDB
 
-const dbUsage = "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else " + defaultDB + "; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)"
+const dbUsage = "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else " + defaultDB + "; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)"
 
 func dbFlag(fs *flag.FlagSet) *string {
 	return fs.String("db", "", dbUsage)
 }
 
-// storeTarget resolves where the baseline store is: the -db flag, else
-// $GPUGATE_DB, else perf.yaml's baseline.db (c may be nil), else the
-// default. The default SQLite file lives in the workspace, except under
-// GitHub Actions, where actions/checkout cleans the workspace and an
-// ephemeral runner loses it: there it is durableDB().
-func storeTarget(flagValue string, c *config.Config) string {
-	switch {
-	case flagValue != "":
-		return flagValue
-	case os.Getenv("GPUGATE_DB") != "":
-		return os.Getenv("GPUGATE_DB")
-	case c != nil && c.Baseline.DB != "" && c.Baseline.DB != defaultDB:
-		return c.Baseline.DB
-	case os.Getenv("GITHUB_ACTIONS") == "true":
-		return durableDB()
+// storeTarget resolves where the baseline store is, as the Action does:
+// see baseline.Location. c may be nil; workload "" is a command that
+// works on a whole store.
+func storeTarget(flagValue string, c *config.Config, workload string) (string, error) {
+	configured := ""
+	if c != nil {
+		configured = c.Baseline.DB
 	}
-	return defaultDB
+	return baseline.Location(flagValue, configured, workload, os.Getenv)
 }
 
-// durableDB is the default store under GitHub Actions:
-// $RUNNER_TOOL_CACHE/gpugate/baseline.db, else $XDG_CACHE_HOME or
-// ~/.cache, /gpugate/baseline.db. The action carries it across ephemeral
-// runners with actions/cache (see baseline cache-key).
-func durableDB() string {
-	if d := os.Getenv("RUNNER_TOOL_CACHE"); d != "" {
-		return filepath.Join(d, "gpugate", "baseline.db")
+// openStore opens the store of storeTarget for a command without
+// perf.yaml: existing says it must already exist (all but import).
+func openStore(ctx context.Context, flagValue, workload string, existing bool) (*baseline.Store, error) {
+	target, err := storeTarget(flagValue, nil, workload)
+	if err != nil {
+		return nil, err
 	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "gpugate", "baseline.db")
+	if existing {
+		return baseline.OpenExisting(ctx, target)
 	}
-	return defaultDB
+	return baseline.Open(ctx, target)
 }
 
 var baselineRefreshCmd = &command{
@@ -93,7 +83,7 @@ compared with.`,
 				n = c.Baseline.Runs
 			}
 			w.Repeat = n
-			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: storeTarget(*db, c), out: *outDir, record: true, nsys: nsysFlag(*nsysPath)})
+			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, out: *outDir, record: true, nsys: nsysFlag(*nsysPath)})
 			if err != nil {
 				return err
 			}
@@ -159,7 +149,10 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 				return err
 			}
 			fpJSON, _ := json.Marshal(fp)
-			target := storeTarget(*db, c)
+			target, err := storeTarget(*db, c, *workload)
+			if err != nil {
+				return err
+			}
 			store, err := baseline.Open(ctx, target)
 			if err != nil {
 				return err
@@ -185,7 +178,7 @@ var baselineListCmd = &command{
 		workload := fs.String("workload", "", "only this workload")
 		format := formatFlag(fs, "text", "json")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
+			store, err := openStore(ctx, *db, *workload, true)
 			if err != nil {
 				return err
 			}
@@ -259,7 +252,7 @@ run's), and says how many runs of other fingerprints it left out.`,
 				return usagef("-metric %q: unknown metric", *metric)
 			}
 			col, scale := baseline.SampleName(m.Name, m.Unit)
-			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
+			store, err := openStore(ctx, *db, *workload, true)
 			if err != nil {
 				return err
 			}
@@ -337,7 +330,7 @@ imported into an empty store of the other and exported again, is identical.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
+			store, err := openStore(ctx, *db, "", true)
 			if err != nil {
 				return err
 			}
@@ -384,7 +377,7 @@ export's ids are labels: the store gives each run a fresh id.`,
 			if err := pipeline.CheckExport(&e); err != nil {
 				return err
 			}
-			store, err := baseline.Open(ctx, storeTarget(*db, nil))
+			store, err := openStore(ctx, *db, "", false)
 			if err != nil {
 				return err
 			}
@@ -410,7 +403,7 @@ var baselinePruneCmd = &command{
 			if *keep < 1 {
 				return usagef("-keep must be at least 1")
 			}
-			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
+			store, err := openStore(ctx, *db, "", true)
 			if err != nil {
 				return err
 			}

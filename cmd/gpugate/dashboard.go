@@ -51,7 +51,7 @@ docs/dashboard.md).`,
 			if *metrics != "" {
 				o.Metrics = strings.Split(*metrics, ",")
 			}
-			store, err := baseline.OpenExisting(ctx, storeTarget(*db, nil))
+			store, err := openStore(ctx, *db, "", true)
 			if err != nil {
 				return err
 			}

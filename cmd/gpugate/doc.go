@@ -175,7 +175,7 @@ Run 'gpugate help <command>' for details.
 	the SQLite store is (path) and the actions/cache keys that carry it from
 	one ephemeral runner to the next:
 
-	  path=$RUNNER_TOOL_CACHE/gpugate/baseline.db
+	  path=~/.cache/gpugate/WORKLOAD/baseline.db
 	  key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-RUNID-ATTEMPT
 	  restore-key=gpugate-baseline-v1-WORKLOAD-FINGERPRINT-
 
@@ -192,7 +192,7 @@ Run 'gpugate help <command>' for details.
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -workload string
@@ -212,7 +212,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 
 # baseline import
 
@@ -228,7 +228,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 
 # baseline list
 
@@ -238,7 +238,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -format format
 	    	output format: text or json (default text)
 	  -workload string
@@ -252,7 +252,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -keep int
 	    	runs to keep per workload, fingerprint and kind
 
@@ -280,7 +280,7 @@ Run 'gpugate help <command>' for details.
 	  -data-pattern RE
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -max-events N
 	    	refuse a Kineto trace with more than N events (default 20000000)
 	  -max-string N
@@ -339,7 +339,7 @@ Run 'gpugate help <command>' for details.
 	  -branch string
 	    	branch (default "main")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -fingerprint hash
 	    	fingerprint hash whose runs to show (default: the newest baseline run's)
 	  -metric name
@@ -421,11 +421,16 @@ Run 'gpugate help <command>' for details.
 
 # config check
 
-	usage: gpugate config check FILE
+	usage: gpugate config check [-config] FILE
 
 	Config check decodes a perf.yaml strictly — unknown keys, values of the wrong
 	type and missing commands are errors with file:line:column — fills in the
-	defaults and prints the workloads as gpugate will run them.
+	defaults and prints the workloads as gpugate will run them. The file may be
+	given as -config FILE, as for gpugate run.
+
+	Flags:
+	  -config file
+	    	the perf.yaml file (or the argument)
 
 # dashboard
 
@@ -482,7 +487,7 @@ Run 'gpugate help <command>' for details.
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -format format
 	    	output format: text, markdown or json (default text)
 	  -nsys path

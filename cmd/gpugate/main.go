@@ -129,10 +129,12 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		return help(args, stdout, stderr)
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	cmd, rest := lookup(args)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "gpugate: unknown command %q; run 'gpugate help'\n", strings.Join(args[:min(len(args), 2)], " "))
-		return exitTrouble
+		return unknownCommand(args, stdout, stderr) // cli.go
 	}
 	fs := flag.NewFlagSet("gpugate "+cmd.name(), flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -142,7 +144,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printHelp(stdout, cmd, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), escape.Terminal(err.Error()), cmd.usage)
+		fmt.Fprintf(stderr, "gpugate %s: %v%s\nusage: gpugate %s\n", cmd.name(), escape.Terminal(err.Error()), flagHint(fs, err), cmd.usage)
 		return exitTrouble
 	}
 	err := run(ctx, stdout, stderr, fs.Args())
@@ -195,8 +197,12 @@ func lookup(args []string) (*command, []string) {
 func help(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 1 {
 		cmd, _ := lookup(args[1:])
+		if cs, ok := groups()[args[1]]; cmd == nil && ok && len(args) == 2 {
+			printGroup(stdout, args[1], cs)
+			return exitOK
+		}
 		if cmd == nil {
-			fmt.Fprintf(stderr, "gpugate help: unknown command %q\n", strings.Join(args[1:], " "))
+			fmt.Fprintf(stderr, "gpugate help: unknown command %q%s\n", strings.Join(args[1:], " "), didYouMean(strings.Join(args[1:], " "), commandNames(), ""))
 			return exitTrouble
 		}
 		fs := flag.NewFlagSet(cmd.name(), flag.ContinueOnError)

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/baseline"
@@ -21,14 +19,19 @@ import (
 )
 
 var configCheckCmd = &command{
-	usage: "config check FILE",
+	usage: "config check [-config] FILE",
 	short: "validate a perf.yaml without running anything",
 	long: `
 Config check decodes a perf.yaml strictly — unknown keys, values of the wrong
 type and missing commands are errors with file:line:column — fills in the
-defaults and prints the workloads as gpugate will run them.`,
+defaults and prints the workloads as gpugate will run them. The file may be
+given as -config FILE, as for gpugate run.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
+		cfg := fs.String("config", "", "the perf.yaml `file` (or the argument)")
 		return func(_ context.Context, stdout, _ io.Writer, args []string) error {
+			if *cfg != "" {
+				args = append([]string{*cfg}, args...)
+			}
 			if len(args) != 1 {
 				return usagef("want one perf.yaml")
 			}
@@ -70,7 +73,7 @@ baseline of the current branch instead.
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		format := formatFlag(fs, "text", "markdown", "json")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/TIME)")
-		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)")
+		dbPath := fs.String("db", "", "baseline store: a SQLite file `path` or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else "+defaultDB+"; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)")
 		record := fs.Bool("record-baseline", false, "store this run as a baseline of the current branch")
 		nsysPath := fs.String("nsys", "", "`path` of nsys (default: $GPUGATE_NSYS, then PATH)")
 		commPattern := fs.String("comm-pattern", "", "regular expression `RE` naming communication kernels (default: perf.yaml comm_pattern, else the table in docs/metrics.md)")
@@ -130,32 +133,9 @@ func finish(stdout io.Writer, format string, oc *outcome) error {
 	return verdictError(oc.Report.Verdict, false)
 }
 
-// gitInfo returns the current branch and commit, from GPUGATE_BRANCH /
-// GitHub's variables or git; "" when unknown.
+// gitInfo returns the current branch and commit (pipeline.GitInfo).
 func gitInfo(ctx context.Context, dir string) (branch, commit string) {
-	git := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(string(out))
-	}
-	for _, k := range []string{"GPUGATE_BRANCH", "GITHUB_HEAD_REF", "GITHUB_REF_NAME"} {
-		if v := os.Getenv(k); v != "" {
-			branch = v
-			break
-		}
-	}
-	if branch == "" {
-		branch = git("rev-parse", "--abbrev-ref", "HEAD")
-	}
-	commit = os.Getenv("GITHUB_SHA")
-	if commit == "" {
-		commit = git("rev-parse", "HEAD")
-	}
-	return branch, commit
+	return pipeline.GitInfo(ctx, dir, os.Getenv)
 }
 
 // pipelineOptions fills in what the environment says: branch, commit,
@@ -168,7 +148,10 @@ func pipelineOptions(ctx context.Context, stdout, stderr io.Writer, c *config.Co
 
 // runWorkload runs the whole pipeline for a workload; see pipeline.Run.
 func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) (*outcome, error) {
-	o.db = storeTarget(o.db, c)
+	var err error
+	if o.db, err = storeTarget(o.db, c, w.Name); err != nil {
+		return nil, err
+	}
 	return pipeline.Run(ctx, pipelineOptions(ctx, stdout, stderr, c, w, o))
 }
 

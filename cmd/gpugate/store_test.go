@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gpugate/gpugate/action"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,22 +18,50 @@ func TestStoreTarget(t *testing.T) {
 	c := &config.Config{Baseline: config.Baseline{DB: defaultDB}}
 	custom := &config.Config{Baseline: config.Baseline{DB: "perf.db"}}
 	for _, tc := range []struct {
-		flag, env, actions, toolCache string
-		c                             *config.Config
-		want                          string
+		flag, env, actions, home string
+		c                        *config.Config
+		workload                 string
+		want                     string
 	}{
 		{want: defaultDB, c: c},
 		{flag: "x.db", env: "y.db", c: custom, want: "x.db"},
 		{env: "postgres://u@h/db", c: custom, want: "postgres://u@h/db"},
-		{c: custom, actions: "true", want: "perf.db"},
-		{c: c, actions: "true", toolCache: "/opt/tc", want: "/opt/tc/gpugate/baseline.db"},
-		{c: nil, actions: "true", toolCache: "/opt/tc", want: "/opt/tc/gpugate/baseline.db"},
+		{c: custom, want: "perf.db"},
+		// Under Actions a relative path is in the workspace that
+		// actions/checkout cleans: the store is the Action's, per workload.
+		{c: custom, actions: "true", home: "/home/r", workload: "w", want: "/home/r/.cache/gpugate/w/baseline.db"},
+		{c: c, actions: "true", home: "/home/r", workload: "w", want: "/home/r/.cache/gpugate/w/baseline.db"},
 	} {
 		t.Setenv("GPUGATE_DB", tc.env)
 		t.Setenv("GITHUB_ACTIONS", tc.actions)
-		t.Setenv("RUNNER_TOOL_CACHE", tc.toolCache)
-		if got := storeTarget(tc.flag, tc.c); got != tc.want {
-			t.Errorf("storeTarget(%q, env %q, actions %q) = %q, want %q", tc.flag, tc.env, tc.actions, got, tc.want)
+		t.Setenv("HOME", tc.home)
+		t.Setenv("XDG_CACHE_HOME", "")
+		t.Setenv("GPUGATE_STORE_DIR", "")
+		got, err := storeTarget(tc.flag, tc.c, tc.workload)
+		if err != nil || got != tc.want {
+			t.Errorf("storeTarget(%q, env %q, actions %q) = %q, %v, want %q", tc.flag, tc.env, tc.actions, got, err, tc.want)
+		}
+	}
+	// A command without a workload under Actions cannot guess which store.
+	t.Setenv("GITHUB_ACTIONS", "true")
+	if _, err := storeTarget("", nil, ""); err == nil || !strings.Contains(err.Error(), "pass -workload or -db") {
+		t.Errorf("no workload under Actions: %v", err)
+	}
+}
+
+// The CLI under GitHub Actions and the Action find one store, not two.
+func TestStoreCLIAndActionAgree(t *testing.T) {
+	env := map[string]string{"GITHUB_ACTIONS": "true", "HOME": "/home/r", "RUNNER_TEMP": "/rt", "RUNNER_TOOL_CACHE": "/opt/tc", "XDG_CACHE_HOME": "", "GPUGATE_DB": "", "GPUGATE_STORE_DIR": ""}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	for _, db := range []string{defaultDB, "perf.db", "/abs/b.db", "postgres://h/db"} {
+		c := &config.Config{Baseline: config.Baseline{DB: db}}
+		w := &config.Workload{Name: "train-gpt"}
+		cli, err := storeTarget("", c, w.Name)
+		act := action.StoreFor(func(k string) string { return env[k] }, "", c, w)
+		if err != nil || cli != act {
+			t.Errorf("perf.yaml db %q: CLI %q (%v), Action %q", db, cli, err, act)
 		}
 	}
 }

@@ -6,7 +6,8 @@ wraps each optimizer class's step once, from Optimizer._hook_for_profile (the
 hook torch 1.13 itself uses), outside torch's own record_function wrapper so
 that a step range closes after Optimizer.step, not inside it.
 
-With GPUGATE_STEP_SAMPLES=path ("{rank}" is replaced by RANK, default 0) it
+With GPUGATE_STEP_SAMPLES=path ("{rank}" is replaced by the rank that
+gpugate_job.claim resolves at the process's first step, default 0) it
 also appends one JSON line per optimizer step to that file, right after the
 step returns and before the step boundary of the profiler:
   {"step":N,"t_ns":..,"pid":..,"rss_bytes":..,"maxrss_bytes":..
@@ -39,7 +40,7 @@ class _StepSamples:
     """Appends a memory sample per optimizer step (see the module doc)."""
 
     def __init__(self, path):
-        self.path = path
+        self.path = path  # "{rank}" resolved at the first step
         self.pid = os.getpid()
         self.fd = None
         self.statm = None
@@ -61,6 +62,13 @@ class _StepSamples:
         try:
             self.step += 1
             if self.fd is None:  # opened at the first step: no empty files
+                import gpugate_job
+
+                claim = gpugate_job.claim()
+                if not claim:  # another process of the job has this rank
+                    self.broken = True
+                    return
+                self.path = self.path.replace("{rank}", str(claim["rank"] or 0))
                 self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                 self.statm = os.open("/proc/self/statm", os.O_RDONLY)
                 self.torch = sys.modules.get("torch")
@@ -92,7 +100,7 @@ def _step_samples():
         return None
     if _sampler is None or _sampler.pid != os.getpid():
         try:
-            _sampler = _StepSamples(path.replace("{rank}", os.environ.get("RANK", "0")))
+            _sampler = _StepSamples(path)
         except Exception as e:  # no samples, but the profiler still runs
             print(f"[gpugate pid={os.getpid()}] no step memory samples: {e!r}", file=sys.stderr, flush=True)
             return None

@@ -9,8 +9,11 @@ no-op. Ranges (domain "gpugate"):
                           is closed at exit and is not a complete step
   DataLoader.__next__     each batch the training loop waits for
   sync:Tensor.item[dev]   host syncs: .item(), .tolist(), .cpu() of a tensor
-It prints "gpugate-step N" on stderr after every optimizer step when
-GPUGATE_STEP_LOG=1, for gpugate's progress display.
+It prints "gpugate-step N" (" rank R" appended in a ranked process) on
+stderr after every optimizer step when GPUGATE_STEP_LOG=1, for gpugate's
+progress display. nsys follows every process of the job; the first
+optimizer step of each claims its rank and reports its versions
+(gpugate_job), as under torch.profiler.
 """
 
 import ctypes
@@ -88,14 +91,17 @@ def install():
             push(f"ProfilerStep#{state['step']}", state["step"])
             state["open"] = True
 
+    import gpugate_job
+
     def after_step():
         if os.getpid() != pid:
             return
         if state["open"]:
             pop()
             state["open"] = False
+        claim = gpugate_job.claim()
         if log:
-            print(f"gpugate-step {state['step'] + 1}", file=sys.stderr, flush=True)
+            gpugate_job.say(f"gpugate-step {state['step'] + 1}{gpugate_job.label(claim)}")
         state["step"] += 1
         open_step()
 

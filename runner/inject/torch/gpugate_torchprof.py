@@ -3,9 +3,11 @@
 Environment (set by gpugate run):
   GPUGATE_TORCH_PROFILE=1        enable
   GPUGATE_TRACE_OUT=path.json    where to write the chrome trace; "{rank}" is
-                                 replaced by the process's RANK (default 0)
+                                 replaced by the process's rank (default 0)
+  GPUGATE_JOB_OUT=path.json      the rank's claim and versions (gpugate_job)
   GPUGATE_SCHEDULE=w,u,a         profiler schedule: wait, warmup, active steps
-  GPUGATE_STEP_LOG=1             print "gpugate-step N" after every optimizer step
+  GPUGATE_STEP_LOG=1             print "gpugate-step N" (" rank R" appended in a
+                                 ranked process) after every optimizer step
   GPUGATE_PROFILE_MEMORY=0|1     profile_memory (default 1 on torch >= 2, 0 on 1.13)
 
 A step is one optimizer step: the public global optimizer step hook on
@@ -20,34 +22,32 @@ import time
 
 
 def _log(msg):
-    print(f"[gpugate pid={os.getpid()}] {msg}", file=sys.stderr, flush=True)
+    import gpugate_job
+
+    gpugate_job.say(f"[gpugate pid={os.getpid()}] {msg}")
 
 
 def install():
-    # Only the first Python process of the job profiles: spawned children
-    # (DataLoader workers with the spawn start method) inherit the variable.
-    owner = os.environ.get("GPUGATE_TORCH_PROFILE_OWNER")
-    if owner and owner != str(os.getpid()):
-        return
-    os.environ["GPUGATE_TORCH_PROFILE_OWNER"] = str(os.getpid())
+    # Every Python process of the job gets here (a launcher, its workers,
+    # DataLoader workers started with spawn); the profiler starts in a
+    # process only at its first optimizer step, so that it runs in every
+    # process that trains, as its rank, and never in a launcher
+    # (gpugate_job).
     t0 = time.perf_counter()
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
+    import gpugate_job
+    import gpugate_stephook
+
     wait, warmup, active = (int(x) for x in os.environ.get("GPUGATE_SCHEDULE", "1,2,20").split(","))
-    rank = os.environ.get("RANK", "0")
-    out = os.environ.get("GPUGATE_TRACE_OUT", "gpugate-trace-{rank}.json").replace("{rank}", rank)
+    template = os.environ.get("GPUGATE_TRACE_OUT", "gpugate-trace-{rank}.json")
     acts = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         acts.append(ProfilerActivity.CUDA)
-    state = {"steps": 0, "written": False}
+    state = {"steps": 0, "written": False, "prof": None, "label": "", "off": False}
     pid = os.getpid()
     log_steps = os.environ.get("GPUGATE_STEP_LOG") == "1"
-
-    def ready(prof):
-        prof.export_chrome_trace(out)
-        state["written"] = True
-        _log(f"trace written: {out} ({os.path.getsize(out)} bytes) after {state['steps']} steps")
 
     # perf.yaml flops: true records the input shapes of every operator (and
     # asks for torch's own flops where it computes them), so that gpugate
@@ -62,34 +62,60 @@ def install():
     major = int(torch.__version__.split(".")[0])
     mem = os.environ.get("GPUGATE_PROFILE_MEMORY", "1" if major >= 2 else "0") == "1"
     extra["profile_memory"] = mem
-    prof = profile(activities=acts, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                   on_trace_ready=ready, **extra)
-    prof.start()
+
+    def start():
+        # Before the process's first optimizer step: that step is the
+        # schedule's wait step, as when the profiler started at import.
+        if state["prof"] is not None or state["off"] or os.getpid() != pid:
+            return
+        claim = gpugate_job.claim(template)
+        if not claim:
+            state["off"] = True
+            return
+        out = template.replace("{rank}", str(claim["rank"] or 0))
+        state["label"] = gpugate_job.label(claim)
+
+        def ready(prof):
+            prof.export_chrome_trace(out)
+            state["written"] = True
+            _log(f"trace written: {out} ({os.path.getsize(out)} bytes) after {state['steps']} steps")
+
+        t1 = time.perf_counter()
+        prof = profile(activities=acts, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+                       on_trace_ready=ready, **extra)
+        prof.start()
+        state["prof"] = prof
+        world = claim["world_size"]
+        who = "no rank" if claim["rank"] is None else f"rank {claim['rank']} of {world if world else '?'}"
+        _log(f"{who}: profiler started at the first optimizer step ({time.perf_counter() - t1:.2f}s), "
+             f"torch {claim.get('torch')}, python {claim.get('python')}")
 
     def after_step(*_args, **_kwargs):
         if os.getpid() != pid:  # a forked DataLoader worker
             return
+        if state["prof"] is None:
+            start()  # torch < 2 without a pre-hook path would get here first
+            if state["prof"] is None:
+                return
         state["steps"] += 1
-        prof.step()
+        state["prof"].step()
         if log_steps:
-            print(f"gpugate-step {state['steps']}", file=sys.stderr, flush=True)
+            gpugate_job.say(f"gpugate-step {state['steps']}{state['label']}")
 
-    import gpugate_stephook
-
-    how = gpugate_stephook.around_optimizer_step(after_step)
+    how = gpugate_stephook.around_optimizer_step(after_step, before=start)
 
     def stop():
-        if os.getpid() != pid:
-            return
+        if os.getpid() != pid or state["prof"] is None:
+            return  # a launcher or a DataLoader worker: it never trained
         try:
-            prof.stop()  # flushes a window that the job ended inside
+            state["prof"].stop()  # flushes a window that the job ended inside
         except Exception as e:
             _log(f"profiler stop failed: {e}")
         if not state["written"]:
-            _log(f"no trace written: the job ran {state['steps']} optimizer steps, "
+            _log(f"no trace written{state['label']}: the process ran {state['steps']} optimizer steps, "
                  f"fewer than wait+warmup ({wait}+{warmup}) of the schedule")
 
     atexit.register(stop)
-    _log(f"torch {torch.__version__}: profiler started, schedule wait={wait} warmup={warmup} active={active}, "
-         f"profile_memory={mem}, "
-         f"step hook: {how}, install {time.perf_counter() - t0:.2f}s")
+    _log(f"torch {torch.__version__}: injected, schedule wait={wait} warmup={warmup} active={active}, "
+         f"profile_memory={mem}, step hook: {how}, install {time.perf_counter() - t0:.2f}s; "
+         f"the profiler starts at this process's first optimizer step")
