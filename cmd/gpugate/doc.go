@@ -453,7 +453,7 @@ Run 'gpugate help <command>' for details.
 
 	Flags:
 	  -db path
-	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -metrics string
 	    	comma-separated metrics to chart (default: the gate's default metrics)
 	  -out string
