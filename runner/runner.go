@@ -74,6 +74,10 @@ type Job struct {
 	// SMIPath is the nvidia-smi that samples the run conditions; empty
 	// finds it on PATH, and without one the conditions say "not sampled".
 	SMIPath string
+	// Plain marks a helper command (ab's setup) run with the job's
+	// protections: no conditions are sampled (Conditions stays nil) and
+	// it may print nothing.
+	Plain bool
 }
 
 // Result is what a run produced.
@@ -336,8 +340,10 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if repW != nil {
 		repW.Close()
 	}
-	smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
-	defer func() { res.Conditions = smi.Stop() }()
+	if !job.Plain {
+		smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+		defer func() { res.Conditions = smi.Stop() }()
+	}
 	start := time.Now()
 	if job.StopCommands {
 		defer escape.StopCommands(job.Output)()
@@ -472,7 +478,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 			what = "failed: " + ee.ProcessState.String()
 		}
 		return &Error{Job: job.Name, What: what, Log: res.Log, Tail: tail}
-	case lines == 0:
+	case lines == 0 && !job.Plain:
 		return &Error{Job: job.Name, What: "exited without printing anything: is the command right?", Log: res.Log}
 	}
 	return nil

@@ -20,9 +20,12 @@ import (
 )
 
 // signals are what stops gpugate: Ctrl-C, and SIGTERM and SIGHUP, which a
-// CI runner sends on cancel. Each cancels the job (its process group and
-// what it left behind are killed) and gpugate exits 2.
-var signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+// CI runner sends on cancel, and SIGPIPE, when what reads gpugate's output
+// has gone (`gpugate ab … | head -2`; without Notify, Go's runtime would
+// end gpugate at that write, before any clean-up). Each cancels the job
+// (its process group and what it left behind are killed, ab's worktrees
+// removed) and gpugate exits 2.
+var signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // stopGrace bounds the time from a signal to the exit: the job's kill
 // grace and the clean-up after it.
