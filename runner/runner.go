@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/internal/escape"
 )
 
@@ -238,9 +239,14 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			return res, &Error{Job: job.Name, What: "ran under nsys but no report was written (see the log for nsys's messages)", Log: res.Log}
 		}
 		db := filepath.Join(out, "report.sqlite")
-		cmd := exec.CommandContext(ctx, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return res, &Error{Job: job.Name, What: fmt.Sprintf("report could not be exported to SQLite: %v: %s", err, lastLine(string(msg))), Log: res.Log}
+		// Bounded by the job's timeout, output capped (internal/bounded).
+		limit := job.Timeout
+		if limit <= 0 {
+			limit = 10 * time.Minute
+		}
+		ex, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 256 << 10, Stderr: true}, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
+		if err != nil {
+			return res, &Error{Job: job.Name, What: fmt.Sprintf("report could not be exported to SQLite: %v: %s", err, lastLine(string(ex.Out))), Log: res.Log}
 		}
 		res.Traces = []string{db}
 	}
