@@ -188,6 +188,8 @@ Run 'gpugate help <command>' for details.
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -workload string
@@ -207,6 +209,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 
 # baseline import
 
@@ -221,6 +225,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 
 # baseline list
 
@@ -231,6 +237,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -format format
 	    	output format: text or json (default text)
 	  -workload string
@@ -245,6 +253,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -keep int
 	    	runs to keep per workload, fingerprint and kind
 
@@ -273,6 +283,8 @@ Run 'gpugate help <command>' for details.
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -max-events N
 	    	refuse a Kineto trace with more than N events (default 20000000)
 	  -max-string N
@@ -307,6 +319,8 @@ Run 'gpugate help <command>' for details.
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -out folder
@@ -332,6 +346,8 @@ Run 'gpugate help <command>' for details.
 	    	branch (default "main")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -fingerprint hash
 	    	fingerprint hash whose runs to show (default: the newest baseline run's)
 	  -metric name
@@ -444,6 +460,8 @@ Run 'gpugate help <command>' for details.
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions $RUNNER_TOOL_CACHE/gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -format format
 	    	output format: text, markdown or json (default text)
 	  -nsys path

@@ -139,6 +139,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpugate "+cmd.name(), flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
+	dbFile := dbFileFlag(fs)
 	if err := fs.Parse(interleave(fs, rest)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(stdout, cmd, fs)
@@ -147,7 +148,10 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), err, cmd.usage)
 		return exitTrouble
 	}
-	err := run(ctx, stdout, stderr, fs.Args())
+	err := applyDBFile(fs, dbFile)
+	if err == nil {
+		err = run(ctx, stdout, stderr, fs.Args())
+	}
 	var ee *exitError
 	var ue *usageError
 	switch {
@@ -203,6 +207,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 		}
 		fs := flag.NewFlagSet(cmd.name(), flag.ContinueOnError)
 		cmd.flags(fs)
+		dbFileFlag(fs)
 		printHelp(stdout, cmd, fs)
 		return exitOK
 	}
