@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -51,9 +52,8 @@ var cliVersionRE = regexp.MustCompile(`Version (\d{4}\.\d+(?:\.\d+)*)`)
 // CLIVersion returns the version the ncu CLI reports, e.g. "2022.3.0.0",
 // or "unknown".
 func CLIVersion(ctx context.Context, ncu string) string {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, ncu, "--version").CombinedOutput()
+	res, err := bounded.Run(ctx, bounded.Options{Limit: 30 * time.Second, MaxOutput: 64 << 10, Stderr: true}, ncu, "--version")
+	out := res.Out
 	if err != nil {
 		return "unknown"
 	}
