@@ -84,7 +84,11 @@ func probe(ctx context.Context, limit time.Duration, name string, args ...string
 	// Bounded (internal/bounded): a hostile nvidia-smi that streamed
 	// 40 MB/s here drove gpugate to 4.2 GB; a fingerprint needs a few
 	// lines.
-	res, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 64 << 10}, name, args...)
+	// The job's Python runs the pull request's code (a sitecustomize.py or
+	// torch.py beside it): the denied environment, and gpugate closed to
+	// it, as for the job.
+	notDumpable()
+	res, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 64 << 10, Env: jobEnv(os.Environ())}, name, args...)
 	if err != nil {
 		return "", res.TimedOut
 	}

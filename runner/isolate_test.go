@@ -4,6 +4,7 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,6 +205,30 @@ func TestInitExitStatus(t *testing.T) {
 					t.Errorf("the log does not say which isolation: %q", out)
 				}
 			})
+		}
+	}
+}
+
+// TestFingerprintProbeDenied: the fingerprint runs the job's Python, which
+// imports what the pull request put beside it (here a torch.py), with
+// gpugate's whole environment.
+func TestFingerprintProbeDenied(t *testing.T) {
+	py := python(t)
+	for k, v := range secretEnv {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	dump := filepath.Join(t.TempDir(), "env")
+	os.WriteFile(filepath.Join(dir, "torch.py"), []byte("import os\nopen("+strconv.Quote(dump)+", 'w').write(repr(dict(os.environ)))\n__version__ = 'planted'\nclass version:\n    cuda = None\n"), 0o644)
+	t.Chdir(dir)
+	f := TakeFingerprint(context.Background(), py, "", None)
+	env, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatalf("the planted torch.py did not run (fingerprint %+v): %v", f, err)
+	}
+	for k, v := range secretEnv {
+		if bytes.Contains(env, []byte(v)) {
+			t.Errorf("the job's Python, probed for the fingerprint, saw %s", k)
 		}
 	}
 }
