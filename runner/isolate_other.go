@@ -25,9 +25,10 @@ func (isolation) attr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpg
 func chooseIsolation() isolation { return isolation{what: "none (not Linux)"} }
 
 type initReport struct {
-	Err    string
-	MaxRSS int64
-	Killed []string
+	Err          string
+	Exit, Signal int
+	MaxRSS       int64
+	Killed       []string
 }
 
 func (r *initReport) status() string { return "" }
