@@ -53,6 +53,9 @@ type Store struct {
 	d        dialect
 	readOnly bool
 	password string // scrubbed from errors
+	// roleWarning: a read-only PostgreSQL store's role could write it
+	// (checkRole).
+	roleWarning string
 }
 
 // Run is one stored run.
@@ -103,11 +106,43 @@ func OpenReadOnly(ctx context.Context, target string) (*Store, error) {
 		s, err := openPostgres(ctx, target, true, true)
 		if err == nil {
 			s.readOnly = true
+			if err := s.checkRole(ctx); err != nil {
+				s.Close()
+				return nil, err
+			}
 		}
 		return s, err
 	}
 	return openSQLite(ctx, target, true, true)
 }
+
+// checkRole asks PostgreSQL whether the role a read-only store was opened
+// with could write it anyway (INSERT, UPDATE, DELETE or TRUNCATE on its
+// tables): pr mode runs a pull request's code, which must not be one leak
+// away from writing the baselines; RoleWarning says so, with the fix.
+func (s *Store) checkRole(ctx context.Context) error {
+	var role string
+	var writes bool
+	err := s.db.QueryRowContext(ctx, `SELECT current_user,
+		has_table_privilege(current_user, $1, 'INSERT, UPDATE, DELETE, TRUNCATE') OR
+		has_table_privilege(current_user, $2, 'INSERT, UPDATE, DELETE, TRUNCATE')`,
+		pgSchema+".runs", pgSchema+".samples").Scan(&role, &writes)
+	if err != nil {
+		return s.wrap("check the role's privileges", err)
+	}
+	if writes {
+		s.roleWarning = fmt.Sprintf("the PostgreSQL role %q that opened %s read-only can write the store (INSERT, UPDATE, DELETE or TRUNCATE on %s.runs or .samples): "+
+			"pull requests should gate through a role that can only read it, so that their code, which runs on this machine, is never one leak away from rewriting the baselines; "+
+			"create one with GRANT USAGE ON SCHEMA %s and GRANT SELECT ON ALL TABLES IN SCHEMA %s, and give pr mode its URL (docs/security.md)",
+			role, s.name, pgSchema, pgSchema, pgSchema)
+	}
+	return nil
+}
+
+// RoleWarning is, for a PostgreSQL store opened read-only through a role
+// that could write it, the warning that says so and how to fix it; "" when
+// the role can only read (or the store is SQLite).
+func (s *Store) RoleWarning() string { return s.roleWarning }
 
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }

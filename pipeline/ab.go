@@ -1,13 +1,10 @@
 package pipeline
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -150,34 +147,21 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if base.Commit, err = resolve(ctx, root, o.Base); err != nil {
 		return nil, fmt.Errorf("ab -base: %v", err)
 	}
-	tmp, err := os.MkdirTemp("", "gpugate-ab-")
+	wts, err := newCheckouts(ctx, root, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	addWorktree := func(s *Side) error {
-		s.Dir = filepath.Join(tmp, s.Name)
-		if _, err := gitOut(ctx, root, "worktree", "add", "--detach", "--quiet", s.Dir, s.Commit); err != nil {
-			return fmt.Errorf("ab: check out %s %s: %v", s.Name, s.Ref, err)
-		}
-		return nil
-	}
-	removeWorktree := func(s *Side) {
-		// A cancelled context must not keep the worktree registered.
-		exec.Command("git", "-C", root, "worktree", "remove", "--force", s.Dir).Run()
-	}
-	if err := addWorktree(&base); err != nil {
+	defer wts.close()
+	if err := wts.add(ctx, &base); err != nil {
 		return nil, err
 	}
-	defer removeWorktree(&base)
 	if o.Head != "" {
 		if head.Commit, err = resolve(ctx, root, o.Head); err != nil {
 			return nil, fmt.Errorf("ab -head: %v", err)
 		}
-		if err := addWorktree(&head); err != nil {
+		if err := wts.add(ctx, &head); err != nil {
 			return nil, err
 		}
-		defer removeWorktree(&head)
 	} else {
 		head.Ref, head.Dir = "working tree", root
 		head.Commit, _ = gitOut(ctx, root, "rev-parse", "HEAD")
@@ -196,7 +180,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 			setup = c.AB.Setup.Head
 		}
 		if len(setup.Args()) > 0 {
-			if err := runSetup(ctx, s.Name, dir, setup, w, o.Log); err != nil {
+			if err := runSetup(ctx, s.Name, dir, setup, w, o.Out, o.Log); err != nil {
 				return nil, err
 			}
 		}
@@ -263,32 +247,4 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	}
 	desc := fmt.Sprintf("A/B: %s@%s, %d run(s) interleaved with head", o.Base, Short(base.Commit), len(baseRuns))
 	return &Outcome{Workload: w.Name, Report: rep, Base: baseRuns, Cand: headRuns, Fingerprint: plans["head"].FP, Baseline: desc}, nil
-}
-
-// runSetup runs a side's setup command in its checkout, its output in the
-// log with the side's prefix.
-func runSetup(ctx context.Context, side, dir string, cmd config.Command, w *config.Workload, log io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(w.Timeout))
-	defer cancel()
-	args := cmd.Args()
-	c := exec.CommandContext(ctx, args[0], args[1:]...)
-	c.Dir = dir
-	c.Env = os.Environ()
-	for k, v := range w.Env {
-		c.Env = append(c.Env, k+"="+v)
-	}
-	out, err := c.CombinedOutput()
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fmt.Fprintf(log, "[%s setup] %s\n", side, sc.Text())
-	}
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("ab %s setup %q: timed out after %s", side, cmd.String(), time.Duration(w.Timeout))
-		}
-		return fmt.Errorf("ab %s setup %q: %v", side, cmd.String(), err)
-	}
-	fmt.Fprintf(log, "gpugate: ab %s setup done: %s\n", side, cmd.String())
-	return nil
 }

@@ -386,6 +386,9 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 	}
 	if store.ReadOnly() {
 		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", escape.Terminal(store.Name()))
+		if w := store.RoleWarning(); w != "" {
+			fmt.Fprintf(o.Log, "gpugate: WARNING: %s\n", escape.Terminal(w))
+		}
 	} else if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {
 		return nil, err
 	}
@@ -442,6 +445,9 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}
 	rep.Warnings = append(rep.Warnings, sel.Unreadable...)
+	if w := store.RoleWarning(); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {
 		rep.DeepDive = deepDive(ctx, o, ex, rep, sel, store)
 	}

@@ -121,6 +121,10 @@ func (r *ncuRun) profile(ctx context.Context, targets []ncu.Target) []profiled {
 	if r.log == nil {
 		r.log = io.Discard
 	}
+	// Every ncu --import of this deep-dive together gets the workload's
+	// timeout: one import alone was bounded only by 5 min a page (301 s
+	// seen for one kernel).
+	importLeft := time.Duration(r.w.Timeout)
 	for i, t := range targets {
 		if ctx.Err() != nil {
 			out[i].note = "not profiled: interrupted"
@@ -149,7 +153,15 @@ func (r *ncuRun) profile(ctx context.Context, targets []ncu.Target) []profiled {
 			out[i].note = fmt.Sprintf("ncu wrote no report: it profiled no launch of %s after skipping %d (log: %s)", inv.Function, t.Skip, filepath.Join(d.OutDir, "job.log"))
 			continue
 		}
-		rep, err := ncu.ReadReport(ctx, r.ncu, inv.Report)
+		if importLeft <= 0 {
+			out[i].note = fmt.Sprintf("ncu report not read: reading the deep-dive's reports (ncu --import) took the workload's timeout, %s (report: %s)", time.Duration(r.w.Timeout), inv.Report)
+			continue
+		}
+		ictx, cancel := context.WithTimeout(ctx, importLeft)
+		t0 := time.Now()
+		rep, err := ncu.ReadReport(ictx, r.ncu, inv.Report)
+		cancel()
+		importLeft -= time.Since(t0)
 		if err != nil {
 			out[i].note = clipNote("ncu report unreadable: " + err.Error())
 			continue

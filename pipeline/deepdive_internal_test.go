@@ -65,7 +65,8 @@ func standIn(t *testing.T, mode string) (calls string) {
 # stand-in ncu (pipeline/deepdive_internal_test.go)
 case "$1" in
 --query-metrics) echo "Device NVIDIA stand-in (GA102)"; exit 0 ;;
---import|--version) exec ` + shq(real) + ` "$@" ;;
+--import) if [ -n "$GPUGATE_TEST_IMPORT_HANG" ]; then sleep 300 & sleep 300; fi; exec ` + shq(real) + ` "$@" ;;
+--version) exec ` + shq(real) + ` "$@" ;;
 esac
 n=$(ls ` + shq(calls) + ` | grep -c 'args$')
 rec=` + shq(calls) + `/call-$n
@@ -504,5 +505,30 @@ func TestDeepDiveRecordThenRun(t *testing.T) {
 	d := oc.Report.DeepDive
 	if d == nil || len(d.Kernels) != 1 || d.Kernels[0].BaseFrom != "store" || d.Kernels[0].Base == nil || !strings.Contains(d.Note, "come from the deep-dive stored with its runs") {
 		t.Errorf("deep-dive %+v", d)
+	}
+}
+
+// TestDeepDiveImportBounded: ncu --import was bounded only by 5 min a page
+// (301 s seen for one kernel); now all the deep-dive's imports together
+// get the workload's timeout, and an import that hangs (a child of it
+// holding the pipe) is the kernel's note.
+func TestDeepDiveImportBounded(t *testing.T) {
+	ctx := context.Background()
+	rep := fixtures.Path(t, filepath.Join("ncu", "indexspaces-a40", "indexspaces-a40.ncu-rep"))
+	standIn(t, "copy "+rep)
+	t.Setenv("GPUGATE_TEST_IMPORT_HANG", "1")
+	db, _, ex := regression(t)
+	cfg, w := ddConfig(t, "    timeout: 2s\n    deep_dive: {kernels: 1}\n")
+	start := time.Now()
+	oc, err := Judge(ctx, Options{Config: cfg, Workload: w, DB: db, Branch: "main"}, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %s", d.Round(time.Second))
+	}
+	d := oc.Report.DeepDive
+	if d == nil || len(d.Kernels) != 1 || !strings.Contains(d.Kernels[0].Note, "ran past its time limit") {
+		t.Fatalf("deep-dive %+v", d)
 	}
 }

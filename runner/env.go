@@ -9,7 +9,8 @@ import (
 // not inherit: gpugate's own GitHub token and every other credential of the
 // workflow, the action inputs, and the workflow's command files (a job that
 // could append to GITHUB_ENV or GITHUB_OUTPUT could set variables for later
-// steps or forge gpugate's verdict). A trailing * matches a prefix. More
+// steps or forge gpugate's verdict), and the baseline store's URL and
+// PostgreSQL's connection variables. A trailing * matches a prefix. More
 // names (or prefixes) can be denied with GPUGATE_ENV_DENY, a comma-separated
 // list; a variable the job needs anyway goes in perf.yaml's env: (perf.yaml
 // values are added after the filter, so they always reach the job).
@@ -19,6 +20,14 @@ var DeniedEnv = []string{
 	"ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_ID_TOKEN_REQUEST_*",
 	"ACTIONS_CACHE_URL", "ACTIONS_RESULTS_URL",
 	"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
+	// The baseline store's credentials: a pull request's code that had the
+	// writer's URL could write the baselines pr mode opens read-only.
+	"GPUGATE_BASELINE_DB", "GPUGATE_DB", "DATABASE_URL",
+	// libpq's (and pgx's) connection variables: a password, the files
+	// that hold passwords or whole connection settings, and the rest of
+	// the connection, which together with a password file picks the role.
+	"PGPASSWORD", "PGPASSFILE", "PGSERVICEFILE", "PGSERVICE", "PGUSER", "PGHOST", "PGHOSTADDR",
+	"PGPORT", "PGDATABASE", "PGSSLKEY", "PGSSLCERT", "PGSSLROOTCERT", "PGSSLPASSWORD", "PGOPTIONS",
 }
 
 // denied reports whether the variable key matches a pattern.

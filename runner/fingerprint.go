@@ -7,12 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/bounded"
 )
 
 // Fingerprint describes the hardware and software a run was made on. Runs
@@ -85,13 +86,18 @@ func output(ctx context.Context, name string, args ...string) string {
 // answer within the limit (as opposed to failing), which a fingerprint
 // must not take for "not installed".
 func probe(ctx context.Context, limit time.Duration, name string, args ...string) (out string, timedOut bool) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, name, args...).Output()
+	// Bounded (internal/bounded): a hostile nvidia-smi that streamed
+	// 40 MB/s here drove gpugate to 4.2 GB; a fingerprint needs a few
+	// lines.
+	// The job's Python runs the pull request's code (a sitecustomize.py or
+	// torch.py beside it): the denied environment, and gpugate closed to
+	// it, as for the job.
+	notDumpable()
+	res, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 64 << 10, Env: jobEnv(os.Environ())}, name, args...)
 	if err != nil {
-		return "", ctx.Err() == context.DeadlineExceeded
+		return "", res.TimedOut
 	}
-	return strings.TrimSpace(string(b)), false
+	return strings.TrimSpace(string(res.Out)), false
 }
 
 // probeScript prints what gpugate_job.versions() reports from inside a

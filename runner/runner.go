@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/internal/escape"
 )
 
@@ -74,6 +75,10 @@ type Job struct {
 	// SMIPath is the nvidia-smi that samples the run conditions; empty
 	// finds it on PATH, and without one the conditions say "not sampled".
 	SMIPath string
+	// Plain marks a helper command (ab's setup) run with the job's
+	// protections: no conditions are sampled (Conditions stays nil) and
+	// it may print nothing.
+	Plain bool
 }
 
 // Result is what a run produced.
@@ -94,11 +99,15 @@ type Result struct {
 	// (GPUGATE_STEP_SAMPLES; ReadStepSamples reads them).
 	StepSamples []string
 	// MaxRSSBytes is the job's peak resident memory, the largest of any
-	// one of its processes (rusage.go); 0 when unknown.
+	// one of its processes, gpugate's own excluded (isolate_linux.go); 0
+	// when unknown.
 	MaxRSSBytes int64
 	// Processes are the job's training processes, by rank, as they
 	// reported themselves from inside (jobinfo.go); none for profiler none.
 	Processes []Process
+	// Isolation says how the job was kept from seeing other processes:
+	// a PID and mount namespace, or none and why.
+	Isolation string
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -243,9 +252,14 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			return res, &Error{Job: job.Name, What: "ran under nsys but no report was written (see the log for nsys's messages)", Log: res.Log}
 		}
 		db := filepath.Join(out, "report.sqlite")
-		cmd := exec.CommandContext(ctx, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return res, &Error{Job: job.Name, What: fmt.Sprintf("report could not be exported to SQLite: %v: %s", err, lastLine(string(msg))), Log: res.Log}
+		// Bounded by the job's timeout, output capped (internal/bounded).
+		limit := job.Timeout
+		if limit <= 0 {
+			limit = 10 * time.Minute
+		}
+		ex, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 256 << 10, Stderr: true}, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
+		if err != nil {
+			return res, &Error{Job: job.Name, What: fmt.Sprintf("report could not be exported to SQLite: %v: %s", err, lastLine(string(ex.Out))), Log: res.Log}
 		}
 		res.Traces = []string{db}
 	}
@@ -304,29 +318,58 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	logf := &capLog{f: f}
 	defer logf.Close()
 	becomeSubreaper()
+	// What gpugate holds (its environment, its memory) is out of the
+	// job's reach from here on; see notDumpable.
+	if err := notDumpable(); err != nil {
+		return fmt.Errorf("job %s: mark gpugate non-dumpable: %w", job.Name, err)
+	}
 	token := escape.Token(16)
-	cmd := exec.Command(args[0], args[1:]...)
+	iso := chooseIsolation()
+	res.Isolation = iso.what
+	cmd, err := jobCommand(args)
+	if err != nil {
+		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+	}
 	cmd.Dir, cmd.Env = job.Dir, append(env, tokenVar+"="+token)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = iso.attr()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	var repR, repW *os.File
+	if haveInit {
+		if repR, repW, err = os.Pipe(); err != nil {
+			pr.Close()
+			pw.Close()
+			return err
+		}
+		defer repR.Close()
+		cmd.ExtraFiles = []*os.File{repW}
+	}
 	before := descendants()
 	rssBefore := childrenMaxRSS()
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
+		if repW != nil {
+			repW.Close()
+		}
 		return &Error{Job: job.Name, What: fmt.Sprintf("could not start %q: %v", args[0], err), Log: res.Log}
 	}
 	pw.Close()
-	smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
-	defer func() { res.Conditions = smi.Stop() }()
+	if repW != nil {
+		repW.Close()
+	}
+	if !job.Plain {
+		smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+		defer func() { res.Conditions = smi.Stop() }()
+	}
 	start := time.Now()
 	if job.StopCommands {
 		defer escape.StopCommands(job.Output)()
 	}
+	fmt.Fprintf(job.Output, "[%s] gpugate: isolation: %s\n", job.Name, iso.what)
 
 	var mu sync.Mutex
 	var tail []string
@@ -422,8 +465,19 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// or started in a session of its own (a setsid daemon) goes with it;
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	res.Killed = killLeftovers(cmd.Process.Pid, token, before)
-	res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
+	var rep *initReport
+	if repR != nil {
+		rep = readInitReport(repR)
+	}
+	if rep != nil {
+		res.Killed = rep.Killed
+		res.MaxRSSBytes = rep.MaxRSS
+	} else if !haveInit {
+		res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
+	}
+	// The init's sweep came first; this one finds what escaped an init
+	// that was killed (and, elsewhere than Linux, everything).
+	res.Killed = append(res.Killed, killLeftovers(cmd.Process.Pid, token, before)...)
 	if len(res.Killed) > 0 {
 		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
 	}
@@ -439,6 +493,10 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	switch {
 	case killed != "":
 		return &Error{Job: job.Name, What: killed, Log: res.Log, Tail: tail}
+	case rep != nil && rep.Err != "":
+		return &Error{Job: job.Name, What: rep.Err, Log: res.Log, Tail: tail}
+	case rep != nil && (rep.Exit != 0 || rep.Signal != 0):
+		return &Error{Job: job.Name, What: "failed: " + rep.status(), Log: res.Log, Tail: tail}
 	case err != nil:
 		var ee *exec.ExitError
 		what := err.Error()
@@ -446,7 +504,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 			what = "failed: " + ee.ProcessState.String()
 		}
 		return &Error{Job: job.Name, What: what, Log: res.Log, Tail: tail}
-	case lines == 0:
+	case lines == 0 && !job.Plain:
 		return &Error{Job: job.Name, What: "exited without printing anything: is the command right?", Log: res.Log}
 	}
 	return nil
@@ -475,6 +533,32 @@ func chatter(line string) bool {
 		}
 	}
 	return strings.HasPrefix(line, "    /") || strings.HasPrefix(line, "[1/")
+}
+
+// jobCommand is the command that starts the job: through the init
+// (isolate_linux.go) where there is one. A bare name is looked up on
+// gpugate's PATH, as exec.Command does.
+func jobCommand(args []string) (*exec.Cmd, error) {
+	path := args[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("could not start %q: %v", args[0], err)
+		}
+		path = p
+	}
+	if !haveInit {
+		cmd := exec.Command(path, args[1:]...)
+		cmd.Args[0] = args[0]
+		return cmd, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("could not start %q: find gpugate's executable for the job's init: %v", args[0], err)
+	}
+	cmd := exec.Command(self)
+	cmd.Args = append([]string{initArg0, path}, args...)
+	return cmd, nil
 }
 
 // killGroup sends SIGTERM to the process group, then SIGKILL after grace.

@@ -174,35 +174,58 @@ func TestDaemonsKilled(t *testing.T) {
 		{"exit", "echo started", time.Minute},
 		{"timeout", "echo started; sleep 300", 2 * time.Second},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			script := `setsid sh -c 'echo $$ > d1.pid; while :; do date > d1.out; sleep 0.2; done' &
+		for _, iso := range []string{"none", "namespace"} {
+			t.Run(c.name+"/"+iso, func(t *testing.T) {
+				isolate(t, iso)
+				dir := t.TempDir()
+				script := `setsid sh -c 'echo $$ > d1.pid; while :; do date > d1.out; sleep 0.2; done' &
 setsid env -i /bin/sh -c 'echo $$ > d2.pid; exec sleep 300' &
 sh -c 'echo $$ > bg.pid; exec sleep 300' &
 while [ ! -s d1.pid ] || [ ! -s d2.pid ] || [ ! -s bg.pid ]; do sleep 0.05; done
 ` + c.tail
-			res, out, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", script}, Dir: dir, Timeout: c.timeout, KillGrace: time.Second})
-			if c.name == "exit" && err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			if c.name == "timeout" && (err == nil || !strings.Contains(err.Error(), "timed out")) {
-				t.Fatalf("Run: %v, want a timeout", err)
-			}
-			for _, f := range []string{"d1.pid", "d2.pid", "bg.pid"} {
-				if pid := readPid(t, filepath.Join(dir, f)); alive(pid) {
-					t.Errorf("%s: process %d still runs after the job", f, pid)
-					syscall.Kill(pid, syscall.SIGKILL)
+				res, out, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", script}, Dir: dir, Timeout: c.timeout, KillGrace: time.Second})
+				if c.name == "exit" && err != nil {
+					t.Fatalf("Run: %v", err)
 				}
-			}
-			if len(res.Killed) < 2 || !strings.Contains(out, "gpugate: killed") {
-				t.Errorf("killed %q; output %q", res.Killed, out)
-			}
-			st, _ := os.Stat(filepath.Join(dir, "d1.out"))
-			time.Sleep(600 * time.Millisecond)
-			if st2, _ := os.Stat(filepath.Join(dir, "d1.out")); st != nil && st2 != nil && !st2.ModTime().Equal(st.ModTime()) {
-				t.Errorf("the daemon still writes after the job")
-			}
-		})
+				if c.name == "timeout" && (err == nil || !strings.Contains(err.Error(), "timed out")) {
+					t.Fatalf("Run: %v, want a timeout", err)
+				}
+				for _, f := range []string{"d1.pid", "d2.pid", "bg.pid"} {
+					// In a namespace the pids are the namespace's: its end
+					// killed them all, and d1.out below shows it.
+					if pid := readPid(t, filepath.Join(dir, f)); iso == "none" && alive(pid) {
+						t.Errorf("%s: process %d still runs after the job", f, pid)
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+				if len(res.Killed) < 2 || !strings.Contains(out, "gpugate: killed") {
+					t.Errorf("killed %q; output %q", res.Killed, out)
+				}
+				st, _ := os.Stat(filepath.Join(dir, "d1.out"))
+				time.Sleep(600 * time.Millisecond)
+				if st2, _ := os.Stat(filepath.Join(dir, "d1.out")); st != nil && st2 != nil && !st2.ModTime().Equal(st.ModTime()) {
+					t.Errorf("the daemon still writes after the job")
+				}
+			})
+		}
+	}
+}
+
+// isolate runs the rest of the test with the job in a namespace, or
+// without (GPUGATE_ISOLATION=none); the namespace case is skipped where
+// the kernel allows none.
+func isolate(t *testing.T, iso string) {
+	t.Helper()
+	if iso == "none" {
+		t.Setenv(isolationEnv, "none")
+		return
+	}
+	t.Setenv(isolationEnv, "")
+	if i := chooseIsolation(); !i.ns {
+		if os.Getenv("CI") == "true" && os.Getuid() == 0 {
+			t.Fatalf("root and no namespace: %s", i.what)
+		}
+		t.Skipf("no namespace here: %s", i.what)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/bounded"
 )
 
 // SMIOptions configure StartSMI.
@@ -39,6 +40,11 @@ type SMIOptions struct {
 	// MaxSamples bounds the samples kept per GPU (100000 by default, 28
 	// hours at 1 s); later ones are dropped with a warning.
 	MaxSamples int
+	// MaxGPUs and MaxProcs bound the GPUs (64 by default) and compute
+	// processes (4096) kept: a hostile nvidia-smi that printed a new GPU
+	// UUID per line made a 15 s job write 292,571 GPU entries (68 MB of
+	// conditions.json). More is a warning.
+	MaxGPUs, MaxProcs int
 }
 
 // SMISampler samples nvidia-smi while a job runs. Two long-running
@@ -118,6 +124,12 @@ func StartSMI(ctx context.Context, opt SMIOptions) *SMISampler {
 	if opt.MaxSamples <= 0 {
 		opt.MaxSamples = 100000
 	}
+	if opt.MaxGPUs <= 0 {
+		opt.MaxGPUs = 64
+	}
+	if opt.MaxProcs <= 0 {
+		opt.MaxProcs = 4096
+	}
 	if opt.Owned == nil {
 		job := opt.JobPID
 		opt.Owned = func(pid int) (bool, bool) { return procOwned(job, pid) }
@@ -165,9 +177,10 @@ func (s *SMISampler) run(ctx context.Context) {
 		}
 		path = p
 	}
-	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
-	help, err := exec.CommandContext(hctx, path, "--help-query-gpu").CombinedOutput()
-	hcancel()
+	// Bounded: a --help-query-gpu that left a child holding its stdout
+	// once hung gpugate past every limit (internal/bounded).
+	hres, err := bounded.Run(ctx, bounded.Options{Limit: 20 * time.Second, MaxOutput: 1 << 20, Stderr: true}, path, "--help-query-gpu")
+	help := hres.Out
 	if err != nil {
 		s.notSampled(fmt.Sprintf("nvidia-smi --help-query-gpu failed: %v: %s", err, oneLine(lastLine(string(help)))))
 		return
@@ -296,6 +309,13 @@ func (s *SMISampler) stream(ctx context.Context, path string, args []string, fie
 			case <-time.After(2 * time.Second):
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
+			// A child out of nvidia-smi's group that still holds the pipe
+			// must not keep the scan below (and Stop) waiting.
+			select {
+			case <-exited:
+			case <-time.After(time.Second):
+				out.Close()
+			}
 		case <-exited:
 		}
 	}()
@@ -360,6 +380,10 @@ func (s *SMISampler) gpuLine(cols []string) {
 		return
 	}
 	g := s.gpus[uuid]
+	if g == nil && len(s.gpus) >= s.opt.MaxGPUs {
+		s.warn(fmt.Sprintf("nvidia-smi listed more than %d GPUs: the others are ignored (a flood of GPU lines is not a machine)", s.opt.MaxGPUs))
+		return
+	}
 	if g == nil {
 		g = &gpuSamples{index: idx, uuid: uuid, name: val("name"), maxSM: math.NaN()}
 		s.gpus[uuid] = g
@@ -410,7 +434,26 @@ func (s *SMISampler) number(field, v string) float64 {
 		s.warn(fmt.Sprintf("nvidia-smi printed %s = %q, not a number", field, oneLine(v)))
 		return math.NaN()
 	}
+	if r, ok := physical[field]; ok && (x < r[0] || x > r[1]) {
+		s.warn(fmt.Sprintf("nvidia-smi printed %s = %q, outside %g–%g: dropped", field, oneLine(v), r[0], r[1]))
+		return math.NaN()
+	}
 	return x
+}
+
+// physical are the ranges a real GPU's values fall in, generously: a
+// value outside (1e308, a negative clock) is not a measurement, and is
+// dropped with a warning rather than stored and printed as a 309-digit
+// number. Clocks in MHz (GDDR6X memory reports ~10500), °C, W (a B200
+// draws ~1000), %, MiB.
+var physical = map[string][2]float64{
+	"clocks.current.sm":     {0, 20000},
+	"clocks.current.memory": {0, 50000},
+	"clocks.max.sm":         {0, 20000},
+	"temperature.gpu":       {-40, 150},
+	"power.draw":            {0, 10000},
+	"utilization.gpu":       {0, 100},
+	"used_gpu_memory":       {0, 1 << 24},
 }
 
 // appLine records one --query-compute-apps line (called with s.mu held).
@@ -423,6 +466,10 @@ func (s *SMISampler) appLine(cols []string) {
 	}
 	k := procKey{uuid, pid}
 	p := s.procs[k]
+	if p == nil && len(s.procs) >= s.opt.MaxProcs {
+		s.warn(fmt.Sprintf("nvidia-smi listed more than %d compute processes: the others are ignored", s.opt.MaxProcs))
+		return
+	}
 	if p == nil {
 		class, ok := s.owner[pid]
 		if !ok {

@@ -193,6 +193,8 @@ Run 'gpugate help <command>' for details.
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -workload string
@@ -213,6 +215,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 
 # baseline import
 
@@ -229,6 +233,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 
 # baseline list
 
@@ -239,6 +245,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -format format
 	    	output format: text or json (default text)
 	  -workload string
@@ -253,6 +261,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -keep int
 	    	runs to keep per workload, fingerprint and kind
 
@@ -281,6 +291,8 @@ Run 'gpugate help <command>' for details.
 	    	regular expression RE naming data-loader ranges (default "DataLoader.*__next__|train_dataloader_next")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -max-events N
 	    	refuse a Kineto trace with more than N events (default 20000000)
 	  -max-string N
@@ -315,6 +327,8 @@ Run 'gpugate help <command>' for details.
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -out folder
@@ -340,6 +354,8 @@ Run 'gpugate help <command>' for details.
 	    	branch (default "main")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -fingerprint hash
 	    	fingerprint hash whose runs to show (default: the newest baseline run's)
 	  -metric name
@@ -454,6 +470,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -metrics string
 	    	comma-separated metrics to chart (default: the gate's default metrics)
 	  -out string
@@ -488,6 +506,8 @@ Run 'gpugate help <command>' for details.
 	    	the perf.yaml file (default "perf.yaml")
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
 	  -format format
 	    	output format: text, markdown or json (default text)
 	  -nsys path

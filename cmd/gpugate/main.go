@@ -20,9 +20,12 @@ import (
 )
 
 // signals are what stops gpugate: Ctrl-C, and SIGTERM and SIGHUP, which a
-// CI runner sends on cancel. Each cancels the job (its process group and
-// what it left behind are killed) and gpugate exits 2.
-var signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+// CI runner sends on cancel, and SIGPIPE, when what reads gpugate's output
+// has gone (`gpugate ab … | head -2`; without Notify, Go's runtime would
+// end gpugate at that write, before any clean-up). Each cancels the job
+// (its process group and what it left behind are killed, ab's worktrees
+// removed) and gpugate exits 2.
+var signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // stopGrace bounds the time from a signal to the exit: the job's kill
 // grace and the clean-up after it.
@@ -139,6 +142,7 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpugate "+cmd.name(), flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := cmd.flags(fs)
+	dbFile := dbFileFlag(fs)
 	if err := fs.Parse(interleave(fs, rest)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(stdout, cmd, fs)
@@ -147,7 +151,10 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpugate %s: %v%s\nusage: gpugate %s\n", cmd.name(), escape.Terminal(err.Error()), flagHint(fs, err), cmd.usage)
 		return exitTrouble
 	}
-	err := run(ctx, stdout, stderr, fs.Args())
+	err := applyDBFile(fs, dbFile)
+	if err == nil {
+		err = run(ctx, stdout, stderr, fs.Args())
+	}
 	var ee *exitError
 	var ue *usageError
 	switch {
@@ -207,6 +214,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 		}
 		fs := flag.NewFlagSet(cmd.name(), flag.ContinueOnError)
 		cmd.flags(fs)
+		dbFileFlag(fs)
 		printHelp(stdout, cmd, fs)
 		return exitOK
 	}

@@ -33,23 +33,36 @@ func TestRunPostgres(t *testing.T) {
 		}
 		return code, out.String(), errb.String()
 	}
+	// The URL holds a password: never on the command line (every process
+	// on the machine reads /proc/PID/cmdline), but from a file or
+	// $GPUGATE_DB.
+	urlFile := filepath.Join(dir, "store-url")
+	os.WriteFile(urlFile, []byte(url+"\n"), 0o600)
+	if code, _, stderr := run("baseline", "list", "-db", url); code != 2 || !strings.Contains(stderr, "-db holds a password") || !strings.Contains(stderr, "-db-file") {
+		t.Errorf("-db with a password: exit %d\n%s", code, stderr)
+	}
+	t.Setenv("GPUGATE_DB", url)
+	if _, _, stderr := run("baseline", "list"); !strings.Contains(stderr, "no gpugate store in this database yet") {
+		t.Errorf("$GPUGATE_DB was not the store: %s", stderr)
+	}
+	os.Unsetenv("GPUGATE_DB")
 	start := time.Now()
-	if code, _, stderr := run("run", "-config", cfg, "-db", url, "-record-baseline", "-out", filepath.Join(dir, "r1")); code != 0 || !strings.Contains(stderr, "as baseline of branch main in postgres://gpugate_test:***@") {
+	if code, _, stderr := run("run", "-config", cfg, "-db-file", urlFile, "-record-baseline", "-out", filepath.Join(dir, "r1")); code != 0 || !strings.Contains(stderr, "as baseline of branch main in postgres://gpugate_test:***@") {
 		t.Fatalf("record: exit %d\n%s", code, stderr)
 	}
-	code, stdout, stderr := run("run", "-config", cfg, "-db", url, "-out", filepath.Join(dir, "r2"))
+	code, stdout, stderr := run("run", "-config", cfg, "-db-file", urlFile, "-out", filepath.Join(dir, "r2"))
 	if code != 0 || !strings.Contains(stderr, "gpugate: baseline: main, 1 run(s)") || !strings.Contains(stdout, "PASS") {
 		t.Fatalf("gate: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	t.Logf("record + gate against PostgreSQL: %v", time.Since(start).Round(time.Millisecond))
-	if code, stdout, _ := run("baseline", "list", "-db", url); code != 0 || strings.Count(stdout, "resnet") != 2 {
+	if code, stdout, _ := run("baseline", "list", "-db-file", urlFile); code != 0 || strings.Count(stdout, "resnet") != 2 {
 		t.Errorf("baseline list: exit %d\n%s", code, stdout)
 	}
-	if code, stdout, stderr := run("baseline", "show", "-db", url, "-workload", "resnet", "-branch", "main"); code != 0 || !strings.Contains(stdout, "1 runs") {
+	if code, stdout, stderr := run("baseline", "show", "-db-file", urlFile, "-workload", "resnet", "-branch", "main"); code != 0 || !strings.Contains(stdout, "1 runs") {
 		t.Errorf("baseline show: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// Export from PostgreSQL, import into SQLite, export again: the same bytes.
-	_, pgExport, _ := run("baseline", "export", "-db", url)
+	_, pgExport, _ := run("baseline", "export", "-db-file", urlFile)
 	exp := filepath.Join(dir, "export.json")
 	os.WriteFile(exp, []byte(pgExport), 0o644)
 	lite := filepath.Join(dir, "lite.db")
@@ -59,7 +72,7 @@ func TestRunPostgres(t *testing.T) {
 	if _, liteExport, _ := run("baseline", "export", "-db", lite); liteExport != pgExport || len(pgExport) < 1000 {
 		t.Errorf("export PostgreSQL → import SQLite → export differs (%d vs %d bytes)", len(pgExport), len(liteExport))
 	}
-	if code, stdout, _ := run("baseline", "prune", "-db", url, "-keep", "1"); code != 0 || !strings.Contains(stdout, "pruned 0") {
+	if code, stdout, _ := run("baseline", "prune", "-db-file", urlFile, "-keep", "1"); code != 0 || !strings.Contains(stdout, "pruned 0") {
 		t.Errorf("prune: exit %d %s", code, stdout)
 	}
 
@@ -69,7 +82,7 @@ func TestRunPostgres(t *testing.T) {
 	os.WriteFile(slow, bytes.Replace(b, []byte("echo training;"), []byte("echo training; sleep 4;"), 1), 0o644)
 	done := make(chan [3]any)
 	go func() {
-		code, stdout, stderr := run("run", "-config", slow, "-db", url, "-out", filepath.Join(dir, "r3"))
+		code, stdout, stderr := run("run", "-config", slow, "-db-file", urlFile, "-out", filepath.Join(dir, "r3"))
 		done <- [3]any{code, stdout, stderr}
 	}()
 	time.Sleep(2 * time.Second)
@@ -87,20 +100,20 @@ func TestRunPostgres(t *testing.T) {
 	if err := pgtest.StartServer(); err != nil {
 		t.Fatal(err)
 	}
-	if _, stdout, _ := run("baseline", "list", "-db", url); strings.Count(stdout, "resnet") != 2 {
+	if _, stdout, _ := run("baseline", "list", "-db-file", urlFile); strings.Count(stdout, "resnet") != 2 {
 		t.Errorf("after the server came back: want the 2 runs of before, got\n%s", stdout)
 	}
 	// baseline record and refresh write to PostgreSQL too.
-	if code, stdout, stderr := run("baseline", "record", "-config", cfg, "-workload", "resnet", "-db", url, trace); code != 0 || !strings.Contains(stdout, "recorded run") {
+	if code, stdout, stderr := run("baseline", "record", "-config", cfg, "-workload", "resnet", "-db-file", urlFile, trace); code != 0 || !strings.Contains(stdout, "recorded run") {
 		t.Errorf("baseline record: exit %d %s %s", code, stdout, stderr)
 	}
-	if code, _, stderr := run("baseline", "refresh", "-config", cfg, "-runs", "2", "-db", url, "-out", filepath.Join(dir, "r4")); code != 0 {
+	if code, _, stderr := run("baseline", "refresh", "-config", cfg, "-runs", "2", "-db-file", urlFile, "-out", filepath.Join(dir, "r4")); code != 0 {
 		t.Errorf("baseline refresh: exit %d %s", code, stderr)
 	}
 	// The recorded trace names its V100 and this machine has none: the
 	// recorded run has a fingerprint of its own, and show, which stays in
 	// one fingerprint, leaves it out and says so.
-	if code, stdout, _ := run("baseline", "show", "-db", url, "-workload", "resnet"); code != 0 || !strings.Contains(stdout, "3 runs") || !strings.Contains(stdout, "1 baseline run(s) of other fingerprints left out") {
+	if code, stdout, _ := run("baseline", "show", "-db-file", urlFile, "-workload", "resnet"); code != 0 || !strings.Contains(stdout, "3 runs") || !strings.Contains(stdout, "1 baseline run(s) of other fingerprints left out") {
 		t.Errorf("baseline show after record and refresh: exit %d\n%s", code, stdout)
 	}
 }

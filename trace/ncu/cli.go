@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -50,9 +52,8 @@ var cliVersionRE = regexp.MustCompile(`Version (\d{4}\.\d+(?:\.\d+)*)`)
 // CLIVersion returns the version the ncu CLI reports, e.g. "2022.3.0.0",
 // or "unknown".
 func CLIVersion(ctx context.Context, ncu string) string {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, ncu, "--version").CombinedOutput()
+	res, err := bounded.Run(ctx, bounded.Options{Limit: 30 * time.Second, MaxOutput: 64 << 10, Stderr: true}, ncu, "--version")
+	out := res.Out
 	if err != nil {
 		return "unknown"
 	}
@@ -93,6 +94,11 @@ func (p *parser) importPage(ctx context.Context, ncu, path, page string) error {
 	ctx, cancel := context.WithTimeout(ctx, importTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ncu, "--import", path, "--csv", "--page", page, "--print-units", "base")
+	// ncu and whatever it starts go at the limit, and a child of it that
+	// holds the pipe does not keep the parser reading past it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 64 << 10}
 	out, err := cmd.StdoutPipe()
@@ -102,6 +108,19 @@ func (p *parser) importPage(ctx context.Context, ncu, path, page string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run ncu %s: %w", ncu, err)
 	}
+	parsed := make(chan struct{})
+	defer close(parsed)
+	go func() {
+		select {
+		case <-ctx.Done():
+			select {
+			case <-parsed:
+			case <-time.After(time.Second):
+				out.Close()
+			}
+		case <-parsed:
+		}
+	}()
 	// ncu's own messages ("==ERROR== Failed to load report file") come on
 	// stdout, before any CSV; keep them for the error.
 	tee := &headBuffer{max: 4 << 10}
@@ -111,7 +130,7 @@ func (p *parser) importPage(ctx context.Context, ncu, path, page string) error {
 	werr := cmd.Wait()
 	if werr != nil {
 		if ctx.Err() == context.DeadlineExceeded {
-			return &trace.SyntaxError{File: path, Msg: fmt.Sprintf("ncu --import --page %s ran past its %v limit", page, importTimeout)}
+			return &trace.SyntaxError{File: path, Msg: fmt.Sprintf("ncu --import --page %s ran past its time limit (at most %v a page, and the caller's)", page, importTimeout)}
 		}
 		return p.importError(ctx, ncu, path, werr, tee.String()+"\n"+stderr.String())
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/bounded"
 )
 
 // DefaultSections are what a deep-dive collects: the Speed Of Light
@@ -204,14 +205,11 @@ func Probe(ctx context.Context, explicit string) Availability {
 	if err != nil {
 		return Availability{Note: "deep-dive skipped: " + err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ncu, "--query-metrics")
-	out := &headBuffer{max: 16 << 10}
-	// ncu prints its errors on stdout: keep the head of both.
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		msg := lastMessage(out.String())
+	// ncu prints its errors on stdout: keep the head of both. A list of
+	// metrics longer than the cap is a working ncu (bounded stops it).
+	res, err := bounded.Run(ctx, bounded.Options{Limit: 2 * time.Minute, MaxOutput: 16 << 10, Stderr: true}, ncu, "--query-metrics")
+	if err != nil && !errors.Is(err, bounded.ErrTruncated) {
+		msg := lastMessage(string(res.Out))
 		if strings.Contains(msg, "Driver could not be loaded") || strings.Contains(msg, "No supported devices") || strings.Contains(msg, "no device") {
 			return Availability{NCU: ncu, Note: "deep-dive skipped: no NVIDIA GPU or driver here (ncu --query-metrics: " + msg + ")"}
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -49,9 +50,8 @@ var versionRE = regexp.MustCompile(`(\d{4}\.\d+(?:\.\d+)*)`)
 
 // CLIVersion returns the version nsys reports, e.g. "2022.4.2.1".
 func CLIVersion(ctx context.Context, nsys string) string {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, nsys, "--version").CombinedOutput()
+	res, err := bounded.Run(ctx, bounded.Options{Limit: 30 * time.Second, MaxOutput: 64 << 10, Stderr: true}, nsys, "--version")
+	out := res.Out
 	if err != nil {
 		return "unknown"
 	}
@@ -69,12 +69,9 @@ var reportVersionRE = regexp.MustCompile(`Version number is invalid: (\d+)@(\d+)
 // with the nsys CLI and returns its path.
 func Export(ctx context.Context, nsys, report, dir string) (string, error) {
 	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(report), filepath.Ext(report))+".sqlite")
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", out, report)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Run()
+	// Bounded (internal/bounded): own process group, output capped.
+	res, err := bounded.Run(ctx, bounded.Options{Limit: 10 * time.Minute, MaxOutput: 1 << 20, Stderr: true}, nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", out, report)
+	buf := bytes.NewBuffer(res.Out)
 	if m := reportVersionRE.FindSubmatch(buf.Bytes()); m != nil {
 		return "", &trace.SyntaxError{File: report, Msg: fmt.Sprintf(
 			"report was written by Nsight Systems %s.%s.%s, newer than the installed nsys %s (%s): export it to SQLite with that version (nsys export --type sqlite) and pass the .sqlite file",

@@ -1,0 +1,234 @@
+//go:build linux
+
+package runner
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// secretEnv is what gpugate holds in the tests below: a store URL with a
+// password, and tokens.
+var secretEnv = map[string]string{
+	"GPUGATE_DB":           "postgres://writer:canary-db-secret@db.example:5432/perf",
+	"GPUGATE_BASELINE_DB":  "postgres://writer:canary-db-secret2@db.example/perf",
+	"PGPASSWORD":           "canary-pgpassword",
+	"DATABASE_URL":         "postgres://writer:canary-database-url@db.example/perf",
+	"GITHUB_TOKEN":         "canary-github-token",
+	"GPUGATE_GITHUB_TOKEN": "canary-gpugate-token",
+}
+
+// dumpScript prints the job's environment, then the environ and cmdline of
+// every ancestor (walking PPid to the top) and of every process it can see.
+const dumpScript = `env
+pid=$$
+while [ -n "$pid" ] && [ "$pid" -gt 0 ]; do
+  echo "ancestor $pid"
+  tr '\0' ' ' < /proc/$pid/environ 2>/dev/null; echo
+  tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null; echo
+  pid=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$pid/status)
+done
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f 2>/dev/null; echo; done
+echo "visible $(ls -d /proc/[0-9]* | wc -l)"
+echo dumped`
+
+// leaks runs dumpScript as a job and returns the canaries it found, the
+// ancestors it walked, and how many processes it saw.
+func leaks(t *testing.T) (found, ancestors []string, visible int) {
+	t.Helper()
+	_, _, log, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", dumpScript}, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !bytes.Contains(log, []byte("\ndumped\n")) {
+		t.Fatalf("the dump did not finish: %s", log)
+	}
+	for k, v := range secretEnv {
+		if bytes.Contains(log, []byte(v[strings.LastIndex(v, "canary"):][:12])) && bytes.Contains(log, []byte(v)) {
+			found = append(found, k)
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^ancestor (\d+)$`).FindAllSubmatch(log, -1) {
+		ancestors = append(ancestors, string(m[1]))
+	}
+	if m := regexp.MustCompile(`(?m)^visible (\d+)$`).FindSubmatch(log); m != nil {
+		visible, _ = strconv.Atoi(string(m[1]))
+	}
+	return found, ancestors, visible
+}
+
+// TestSecretsOutOfReach: with a store password and tokens in gpugate's
+// environment, a job read them from its own environment (GPUGATE_DB and
+// PGPASSWORD were not denied) and from gpugate's /proc/PID/environ. In a
+// PID namespace the job sees only itself and the init; its ancestors'
+// /proc entries are not there at all.
+func TestSecretsOutOfReach(t *testing.T) {
+	for k, v := range secretEnv {
+		t.Setenv(k, v)
+	}
+	isolate(t, "namespace")
+	found, ancestors, visible := leaks(t)
+	if len(found) > 0 {
+		t.Errorf("the job found %v", found)
+	}
+	// The walk ends at the init, PID 1 of the namespace, whose parent is
+	// outside: 0. The job's shell and the init are all there is (the
+	// processes of the dump itself come and go).
+	if len(ancestors) != 2 || ancestors[len(ancestors)-1] != "1" || visible > 6 {
+		t.Errorf("ancestors %v, %d processes visible: not a namespace of its own", ancestors, visible)
+	}
+}
+
+// TestSecretsNoNamespace: without a namespace, what keeps gpugate's
+// environment from the job is PR_SET_DUMPABLE 0, which binds a process of
+// the same user, not root: the test runs gpugate (this test binary, again)
+// as nobody. The job's ancestors above gpugate are out of gpugate's hands
+// (here root's, so unreadable to nobody; on a runner the step's shell, which
+// holds the job-level env: of the workflow — docs/security.md).
+func TestSecretsNoNamespace(t *testing.T) {
+	if os.Getenv("GPUGATE_TEST_AS_NOBODY") == "1" {
+		for _, iso := range []string{"none", "namespace"} {
+			t.Run(iso, func(t *testing.T) {
+				isolate(t, iso)
+				found, ancestors, _ := leaks(t)
+				if len(found) > 0 {
+					t.Errorf("the job found %v", found)
+				}
+				if iso == "none" && !contains(ancestors, strconv.Itoa(os.Getpid())) {
+					t.Errorf("the walk %v missed gpugate (%d): the test proves nothing", ancestors, os.Getpid())
+				}
+			})
+		}
+		return
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run gpugate as nobody")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "gpugate-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "runner.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestSecretsNoNamespace$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"GPUGATE_TEST_AS_NOBODY=1", "PATH=/usr/bin:/bin", "HOME=" + dir, "TMPDIR=/tmp", "CI=" + os.Getenv("CI")}
+	for k, v := range secretEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as nobody:\n%s", out)
+	if err != nil {
+		t.Fatalf("as nobody: %v", err)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestSecretsNoNamespace/none")) {
+		t.Errorf("the no-namespace case did not run")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPeakExcludesGpugate: the job's first process inherited gpugate's
+// high-water RSS at execve (Go starts children with CLONE_VM), so a
+// 400 MB gpugate reported a 400 MB peak for `echo`.
+func TestPeakExcludesGpugate(t *testing.T) {
+	ballast := make([]byte, 400<<20)
+	for i := range ballast {
+		if i%4096 == 0 {
+			ballast[i] = 1
+		}
+	}
+	for _, iso := range []string{"none", "namespace"} {
+		t.Run(iso, func(t *testing.T) {
+			isolate(t, iso)
+			res, _, _, err := runJob(t, Job{Args: []string{"/bin/echo", "hi"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.MaxRSSBytes <= 0 || res.MaxRSSBytes > 100<<20 {
+				t.Errorf("peak %d MB for echo, want a few MB (gpugate holds 400 MB)", res.MaxRSSBytes>>20)
+			}
+		})
+	}
+	ballast[len(ballast)-1] = 2
+}
+
+// TestInitExitStatus: the init reports the job's end as the job's own
+// (exit status, signal), and a start failure as one.
+func TestInitExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/bin/sh", "-c", "echo x; exit 3"}, "failed: exit status 3"},
+		{[]string{"/bin/sh", "-c", "echo x; kill -9 $$"}, "failed: signal: killed"},
+		{[]string{"/nonexistent/job"}, `could not start "/nonexistent/job"`},
+		{[]string{"no-such-command-gpugate"}, `could not start "no-such-command-gpugate"`},
+	} {
+		for _, iso := range []string{"none", "namespace"} {
+			t.Run(iso, func(t *testing.T) {
+				isolate(t, iso)
+				_, out, _, err := runJob(t, Job{Args: c.args})
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%q: %v, want %q", c.args, err, c.want)
+				}
+				if !strings.Contains(out, "gpugate: isolation: ") && !strings.Contains(c.want, "could not start") {
+					t.Errorf("the log does not say which isolation: %q", out)
+				}
+			})
+		}
+	}
+}
+
+// TestFingerprintProbeDenied: the fingerprint runs the job's Python, which
+// imports what the pull request put beside it (here a torch.py), with
+// gpugate's whole environment.
+func TestFingerprintProbeDenied(t *testing.T) {
+	py := python(t)
+	for k, v := range secretEnv {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	dump := filepath.Join(t.TempDir(), "env")
+	os.WriteFile(filepath.Join(dir, "torch.py"), []byte("import os\nopen("+strconv.Quote(dump)+", 'w').write(repr(dict(os.environ)))\n__version__ = 'planted'\nclass version:\n    cuda = None\n"), 0o644)
+	t.Chdir(dir)
+	f := TakeFingerprint(context.Background(), py, "", None)
+	env, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatalf("the planted torch.py did not run (fingerprint %+v): %v", f, err)
+	}
+	for k, v := range secretEnv {
+		if bytes.Contains(env, []byte(v)) {
+			t.Errorf("the job's Python, probed for the fingerprint, saw %s", k)
+		}
+	}
+}
