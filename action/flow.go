@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,6 +210,14 @@ func preparePhase(ctx context.Context, gha *IO, getenv func(string) string, in i
 	}
 	db := store(getenv, in, c, w)
 	_, art := Folders(getenv, w.Name)
+	// The store's URL travels to the later steps as a step output; a
+	// password in it is masked in every log line that would show it.
+	if u, err := url.Parse(db); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			gha.Mask(pw)
+			gha.Mask(db)
+		}
+	}
 	gha.SetOutput("db", db)
 	gha.SetOutput("artifact-name", "gpugate-"+Slug(w.Name))
 	gha.SetOutput("artifacts-path", art)
