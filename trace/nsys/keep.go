@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpugate/gpugate/trace"
 )
@@ -186,12 +188,17 @@ func (m *nameMatcher) match(name []byte) bool {
 // literal has a fixed width.
 type prefilter struct {
 	lit     []byte
-	at      int // offset of lit in the string, -1 for anywhere
+	at      int  // offset of lit in the string, -1 for anywhere
+	fold    bool // lit is lower-case ASCII, matched ignoring ASCII case
 	and, or []*prefilter
 }
 
 func (p *prefilter) eval(s []byte) bool {
 	switch {
+	case p.fold && p.at >= 0:
+		return len(s) >= p.at+len(p.lit) && equalFoldASCII(s[p.at:p.at+len(p.lit)], p.lit)
+	case p.fold:
+		return indexFoldASCII(s, p.lit)
 	case p.lit != nil && p.at >= 0:
 		return len(s) >= p.at+len(p.lit) && bytes.Equal(s[p.at:p.at+len(p.lit)], p.lit)
 	case p.lit != nil:
@@ -221,8 +228,11 @@ func (p *prefilter) eval(s []byte) bool {
 func required(re *syntax.Regexp, at int) *prefilter {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 || len(re.Rune) == 0 {
+		if len(re.Rune) == 0 {
 			return nil
+		}
+		if re.Flags&syntax.FoldCase != 0 {
+			return foldLiteral(re.Rune, at)
 		}
 		return &prefilter{lit: []byte(string(re.Rune)), at: at}
 	case syntax.OpCapture:
@@ -272,6 +282,60 @@ func required(re *syntax.Regexp, at int) *prefilter {
 		return &prefilter{or: or}
 	}
 	return nil
+}
+
+// foldLiteral is the prefilter of a case-folded literal ((?i)optimizer,
+// which analysis's step inference uses): a byte-wise ASCII case-insensitive
+// search, exact only when every rune the literal's runes fold to is ASCII.
+// A literal with k or s (the Kelvin sign and the long s fold to them) or
+// any non-ASCII letter gets none, and the regexp decides alone.
+func foldLiteral(runes []rune, at int) *prefilter {
+	lit := make([]byte, 0, len(runes))
+	for _, r := range runes {
+		for f := unicode.SimpleFold(r); ; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf {
+				return nil
+			}
+			if f == r {
+				break
+			}
+		}
+		if r >= utf8.RuneSelf {
+			return nil
+		}
+		lit = append(lit, lowerASCII(byte(r)))
+	}
+	return &prefilter{lit: lit, at: at, fold: true}
+}
+
+func lowerASCII(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// equalFoldASCII reports whether s equals lit (lower-case) ignoring ASCII
+// case; a byte of a multi-byte UTF-8 sequence never equals an ASCII one.
+func equalFoldASCII(s, lit []byte) bool {
+	for i, c := range lit {
+		if lowerASCII(s[i]) != c {
+			return false
+		}
+	}
+	return true
+}
+
+// indexFoldASCII reports whether s contains lit (lower-case) ignoring
+// ASCII case.
+func indexFoldASCII(s, lit []byte) bool {
+	c0 := lit[0]
+	for i := 0; i+len(lit) <= len(s); i++ {
+		if lowerASCII(s[i]) == c0 && equalFoldASCII(s[i+1:i+len(lit)], lit[1:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // width returns the number of bytes every match of re spans, -1 when it
