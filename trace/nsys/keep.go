@@ -68,8 +68,9 @@ func byTime(ts []int64, gs []span, start, end int64) bool {
 
 // byName reports whether a name matches one of the patterns.
 func (k *keeper) byName(name []byte) bool {
+	set := bytesOf(name)
 	for i := range k.names {
-		if k.names[i].match(name) {
+		if k.names[i].matchSet(name, &set) {
 			return true
 		}
 	}
@@ -175,10 +176,38 @@ func newNameMatcher(re *regexp.Regexp) nameMatcher {
 }
 
 func (m *nameMatcher) match(name []byte) bool {
-	if m.pre != nil && !m.pre.eval(name) {
+	set := bytesOf(name)
+	return m.matchSet(name, &set)
+}
+
+// matchSet is match with the name's byteSet already made (byName checks
+// every pattern against one name).
+func (m *nameMatcher) matchSet(name []byte, set *byteSet) bool {
+	if m.pre != nil && !m.pre.eval(name, set) {
 		return false
 	}
 	return m.re.Match(name)
+}
+
+// byteSet is the set of bytes a string holds, ASCII letters in lower case.
+// A literal whose bytes (so lowered) are not all in it is not in the
+// string, even ignoring case: one pass over a name rules out most literals
+// with a few AND instructions each, where searching for each literal would
+// go over the name again.
+type byteSet [4]uint64
+
+func bytesOf(s []byte) byteSet {
+	var set byteSet
+	for _, b := range s {
+		b = lowerASCII(b)
+		set[b>>6] |= 1 << (b & 63)
+	}
+	return set
+}
+
+// has reports whether every byte of o is in s.
+func (s *byteSet) has(o *byteSet) bool {
+	return s[0]&o[0] == o[0] && s[1]&o[1] == o[1] && s[2]&o[2] == o[2] && s[3]&o[3] == o[3]
 }
 
 // prefilter is a condition on literals that every string matching a
@@ -188,13 +217,17 @@ func (m *nameMatcher) match(name []byte) bool {
 // literal has a fixed width.
 type prefilter struct {
 	lit     []byte
-	at      int  // offset of lit in the string, -1 for anywhere
-	fold    bool // lit is lower-case ASCII, matched ignoring ASCII case
+	at      int     // offset of lit in the string, -1 for anywhere
+	fold    bool    // lit is lower-case ASCII, matched ignoring ASCII case
+	need    byteSet // lit's bytes
 	and, or []*prefilter
 }
 
-func (p *prefilter) eval(s []byte) bool {
+// eval reports whether s, whose bytes are set, meets the condition.
+func (p *prefilter) eval(s []byte, set *byteSet) bool {
 	switch {
+	case p.lit != nil && !set.has(&p.need):
+		return false
 	case p.fold && p.at >= 0:
 		return len(s) >= p.at+len(p.lit) && equalFoldASCII(s[p.at:p.at+len(p.lit)], p.lit)
 	case p.fold:
@@ -205,14 +238,14 @@ func (p *prefilter) eval(s []byte) bool {
 		return bytes.Contains(s, p.lit)
 	case p.and != nil:
 		for _, q := range p.and {
-			if !q.eval(s) {
+			if !q.eval(s, set) {
 				return false
 			}
 		}
 		return true
 	default:
 		for _, q := range p.or {
-			if q.eval(s) {
+			if q.eval(s, set) {
 				return true
 			}
 		}
@@ -234,7 +267,8 @@ func required(re *syntax.Regexp, at int) *prefilter {
 		if re.Flags&syntax.FoldCase != 0 {
 			return foldLiteral(re.Rune, at)
 		}
-		return &prefilter{lit: []byte(string(re.Rune)), at: at}
+		lit := []byte(string(re.Rune))
+		return &prefilter{lit: lit, at: at, need: bytesOf(lit)}
 	case syntax.OpCapture:
 		return required(re.Sub[0], at)
 	case syntax.OpPlus:
@@ -305,7 +339,7 @@ func foldLiteral(runes []rune, at int) *prefilter {
 		}
 		lit = append(lit, lowerASCII(byte(r)))
 	}
-	return &prefilter{lit: lit, at: at, fold: true}
+	return &prefilter{lit: lit, at: at, fold: true, need: bytesOf(lit)}
 }
 
 func lowerASCII(b byte) byte {
