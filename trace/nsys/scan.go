@@ -721,7 +721,7 @@ func (r *reader) nameAPI(api []trace.APICall, tasks []*task[trace.APICall]) erro
 
 // The orders of trace.Profile.Sort, with the process first.
 func sortGPU(ops []trace.GPUOp) {
-	slices.SortFunc(ops, func(a, b trace.GPUOp) int {
+	sortRuns(ops, func(a *trace.GPUOp) int32 { return a.Process }, func(a, b *trace.GPUOp) int {
 		switch {
 		case a.Process != b.Process:
 			return cmp.Compare(a.Process, b.Process)
@@ -741,7 +741,7 @@ func sortGPU(ops []trace.GPUOp) {
 }
 
 func sortAPI(api []trace.APICall) {
-	slices.SortFunc(api, func(a, b trace.APICall) int {
+	sortRuns(api, func(a *trace.APICall) int32 { return a.Process }, func(a, b *trace.APICall) int {
 		switch {
 		case a.Process != b.Process:
 			return cmp.Compare(a.Process, b.Process)
