@@ -94,7 +94,7 @@ func ReadFileOptions(ctx context.Context, path string, opt Options) ([]*trace.Pr
 	profiles, err := r.read()
 	if r.records > 1<<20 {
 		// A large read leaves tens of MB of scratch behind (the API array
-		// before leanAPI, the tasks' buffers). Collecting it now, while
+		// sized for every call, the tasks' buffers). Collecting it now, while
 		// the heap holds only the profile (no pointers, so marking is
 		// cheap), keeps the heap that the caller's analysis grows to at
 		// twice the profile rather than twice the profile and the
