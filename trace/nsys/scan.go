@@ -600,6 +600,11 @@ type idMap struct {
 	dense  []uint32 // id -> local+1, for small ids
 	sparse map[int64]uint32
 	ids    []int64
+	// A direct-mapped cache in front of sparse: exports of long runs have
+	// ids in the millions, and a map lookup per row cost more than the
+	// row's decoding. Slot id%len holds id+1 (0: empty) and its local.
+	cacheID    [256]int64
+	cacheLocal [256]uint32
 }
 
 const denseIDs = 1 << 18
@@ -617,7 +622,12 @@ func (m *idMap) local(id int64) trace.Name {
 		m.dense[id] = uint32(len(m.ids))
 		return trace.Name(len(m.ids) - 1)
 	}
+	slot := uint64(id) % uint64(len(m.cacheID))
+	if m.cacheID[slot] == id+1 {
+		return trace.Name(m.cacheLocal[slot])
+	}
 	if v, ok := m.sparse[id]; ok {
+		m.cacheID[slot], m.cacheLocal[slot] = id+1, v
 		return trace.Name(v)
 	}
 	if m.sparse == nil {
