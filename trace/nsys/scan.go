@@ -959,14 +959,17 @@ func apiRole(db *sqlitescan.DB, id int64) (bool, error) {
 	return trace.SyncAPI(name) || trace.LaunchAPI(name), nil
 }
 
-// corrs is a set of correlation ids: a bitmap when they are dense, as
-// CUPTI's counters are, else an open-addressing hash set.
+// corrs is a set of correlation ids: a bitmap in pages of 65,536 ids when
+// they come in dense clusters, as CUPTI's per-process counters do (one
+// cluster per process, or per capture), else an open-addressing hash set.
 type corrs struct {
-	lo   int64
-	bits []uint64
-	hash []int64 // 0 is empty; ids are stored plus one
-	mask uint64
+	lo    int64
+	pages []*[corrPage / 64]uint64 // (id-lo)/corrPage -> its bits; nil: none
+	hash  []int64                  // 0 is empty; ids are stored plus one
+	mask  uint64
 }
+
+const corrPage = 1 << 16
 
 func corrSet(ids []int64) corrs {
 	if len(ids) == 0 {
@@ -976,13 +979,27 @@ func corrSet(ids []int64) corrs {
 	for _, id := range ids {
 		lo, hi = min(lo, id), max(hi, id)
 	}
-	if hi-lo < 64*int64(len(ids))+4096 {
-		c := corrs{lo: lo, bits: make([]uint64, (hi-lo)/64+1)}
+	// Pages, when their index costs at most a pointer per id and the pages
+	// in use at most 64 bytes per id.
+	if slots := uint64(hi-lo)/corrPage + 1; slots <= uint64(len(ids))+1024 {
+		c := corrs{lo: lo, pages: make([]*[corrPage / 64]uint64, slots)}
+		used := 0
 		for _, id := range ids {
-			d := id - lo
-			c.bits[d/64] |= 1 << (d % 64)
+			if k := uint64(id-lo) / corrPage; c.pages[k] == nil {
+				if used++; used*corrPage/8 > 64*len(ids)+corrPage {
+					c.pages = nil
+					break
+				}
+				c.pages[k] = new([corrPage / 64]uint64)
+			}
 		}
-		return c
+		if c.pages != nil {
+			for _, id := range ids {
+				d := uint64(id - lo)
+				c.pages[d/corrPage][d%corrPage/64] |= 1 << (d % 64)
+			}
+			return c
+		}
 	}
 	size := 1
 	for size < 2*len(ids) {
@@ -1008,9 +1025,16 @@ func hashCorr(c int64) uint64 { return uint64(c) * 0x9E3779B97F4A7C15 >> 17 }
 
 func (c *corrs) has(corr int64) bool {
 	switch {
-	case c.bits != nil:
-		d := corr - c.lo
-		return d >= 0 && d/64 < int64(len(c.bits)) && c.bits[d/64]&(1<<(d%64)) != 0
+	case c.pages != nil:
+		if corr < c.lo {
+			return false
+		}
+		d := uint64(corr - c.lo)
+		if d/corrPage >= uint64(len(c.pages)) {
+			return false
+		}
+		p := c.pages[d/corrPage]
+		return p != nil && p[d%corrPage/64]&(1<<(d%64)) != 0
 	case c.hash != nil:
 		v := corr + 1
 		for j := hashCorr(corr) & c.mask; ; j = (j + 1) & c.mask {

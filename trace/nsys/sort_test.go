@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"cmp"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -68,5 +69,48 @@ func TestSortRuns(t *testing.T) {
 				t.Errorf("%s, %d rows: order differs from slices.SortFunc", name, n)
 			}
 		}
+	}
+}
+
+// A correlation-id set holds exactly its ids, in each of its forms: dense,
+// in clusters (pages), and scattered (hash).
+func TestCorrSet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	cases := map[string][]int64{
+		"dense":     {},
+		"clusters":  {},
+		"scattered": {},
+		"extremes":  {math.MinInt64, -1, 0, 1, math.MaxInt64},
+	}
+	for i := range 5000 {
+		cases["dense"] = append(cases["dense"], int64(100+2*i))
+		cases["clusters"] = append(cases["clusters"], int64(i/200)*1_000_000+int64(i%200)*3)
+		cases["scattered"] = append(cases["scattered"], rng.Int64())
+	}
+	for name, ids := range cases {
+		c := corrSet(ids)
+		in := map[int64]bool{}
+		for _, id := range ids {
+			in[id] = true
+			if !c.has(id) {
+				t.Errorf("%s: %d missing", name, id)
+			}
+		}
+		for _, id := range []int64{math.MinInt64, -2, 99, 101, 1_000_001, 49_999_999_999, math.MaxInt64 - 1, rng.Int64()} {
+			if c.has(id) != in[id] {
+				t.Errorf("%s: has(%d) = %v", name, id, !in[id])
+			}
+		}
+		for _, id := range ids {
+			if !in[id+1] && c.has(id+1) {
+				t.Errorf("%s: has(%d) for an id not in the set", name, id+1)
+			}
+		}
+	}
+	if c := corrSet(cases["clusters"]); c.pages == nil {
+		t.Error("clustered ids: no pages")
+	}
+	if c := corrSet(cases["scattered"]); c.hash == nil {
+		t.Error("scattered ids: no hash")
 	}
 }
