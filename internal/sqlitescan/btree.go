@@ -372,11 +372,18 @@ func decode(body []byte, want []int, rec *Record) error {
 	h := n
 	pos := int(hsize)
 	for col := 0; h < int(hsize) && col < len(want); col++ {
-		st, k := varint(body[h:int(hsize)])
-		if k == 0 || st < 0 {
-			return errors.New("bad record header")
+		var st int64
+		if b := body[h]; b < 0x80 { // the usual one-byte serial type
+			st = int64(b)
+			h++
+		} else {
+			var k int
+			st, k = varint(body[h:int(hsize)])
+			if k == 0 || st < 0 {
+				return errors.New("bad record header")
+			}
+			h += k
 		}
-		h += k
 		var size int
 		switch {
 		case st <= 4:

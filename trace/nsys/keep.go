@@ -189,19 +189,21 @@ func (m *nameMatcher) matchSet(name []byte, set *byteSet) bool {
 	return m.re.Match(name)
 }
 
-// byteSet is the set of bytes a string holds, ASCII letters in lower case.
-// A literal whose bytes (so lowered) are not all in it is not in the
-// string, even ignoring case: one pass over a name rules out most literals
-// with a few AND instructions each, where searching for each literal would
-// go over the name again.
+// byteSet is the set of bytes a string holds, where an upper-case ASCII
+// letter also counts as its lower-case one. A literal whose bytes are not
+// all in it is not in the string (a case-folded literal is kept in lower
+// case): one pass over a name rules out most literals with a few AND
+// instructions each, where searching for each literal would go over the
+// name again.
 type byteSet [4]uint64
 
 func bytesOf(s []byte) byteSet {
 	var set byteSet
 	for _, b := range s {
-		b = lowerASCII(b)
 		set[b>>6] |= 1 << (b & 63)
 	}
+	// 'A'-'Z' are bits 1-26 of the second word, 'a'-'z' bits 33-58.
+	set[1] |= (set[1] & (1<<27 - 2)) << 32
 	return set
 }
 
