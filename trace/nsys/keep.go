@@ -77,8 +77,8 @@ func (k *keeper) byName(name []byte) bool {
 	return false
 }
 
-// newKeeper builds the filter from the sorted profile data: blocking calls
-// from api, idle gaps from gpu (both sorted by process, then start).
+// newKeeper builds the filter from the profile data: blocking calls from
+// api (in any order), idle gaps from gpu (sorted by process, then start).
 func newKeeper(res []*regexp.Regexp, gpu []trace.GPUOp, api []trace.APICall, names *trace.Strings) *keeper {
 	k := &keeper{syncs: map[int64][]int64{}, gaps: map[int32][]span{}}
 	for _, re := range res {
@@ -99,6 +99,9 @@ func newKeeper(res []*regexp.Regexp, gpu []trace.GPUOp, api []trace.APICall, nam
 			key := threadKey(a.Process, a.Thread)
 			k.syncs[key] = append(k.syncs[key], a.Start)
 		}
+	}
+	for _, ts := range k.syncs { // api need not be sorted yet
+		slices.Sort(ts)
 	}
 	for i := 0; i < len(gpu); {
 		j := i

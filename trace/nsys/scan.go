@@ -41,6 +41,7 @@ type scanned struct {
 	api    []trace.APICall
 	ranges []trace.Range
 	syncs  []trace.SyncWait
+	keeper *keeper // the filter of a lean read; nil keeps every range
 }
 
 // row is the current row of a scan: an SQLite statement's, or a record
@@ -369,9 +370,14 @@ func (r *reader) scan() (*scanned, error) {
 			s.api = slices.Clone(s.api)
 		}
 	}
-	sortAPI(s.api)
-
+	// The API calls are sorted while the NVTX ranges are read: the filter
+	// of a lean read is made from them first.
+	if r.opt.RangeNames != nil && len(s.api) > 0 {
+		s.keeper = newKeeper(r.opt.RangeNames, s.gpu, s.api, r.names)
+	}
+	wg.Go(func() { sortAPI(s.api) })
 	rs, nb, err := r.readRanges(s)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
