@@ -39,7 +39,8 @@ func BenchmarkNsysLargeLean(b *testing.B) {
 	st, _ := os.Stat(path)
 	b.SetBytes(st.Size())
 	b.ReportAllocs()
-	opt := Options{RangeNames: []*regexp.Regexp{analysis.DefaultStepPattern, analysis.DefaultDataPattern, analysis.DefaultSyncProxyPattern}}
+	// The patterns pipeline.AnalyzeFiles passes: step inference's too.
+	opt := Options{RangeNames: append([]*regexp.Regexp{analysis.DefaultStepPattern, analysis.DefaultDataPattern, analysis.DefaultSyncProxyPattern}, analysis.InferencePatterns()...)}
 	var kernels, ranges int
 	for b.Loop() {
 		ps, err := ReadFileOptions(context.Background(), path, opt)

@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpugate/gpugate/trace"
 )
@@ -74,8 +77,8 @@ func (k *keeper) byName(name []byte) bool {
 	return false
 }
 
-// newKeeper builds the filter from the sorted profile data: blocking calls
-// from api, idle gaps from gpu (both sorted by process, then start).
+// newKeeper builds the filter from the profile data: blocking calls from
+// api (in any order), idle gaps from gpu (sorted by process, then start).
 func newKeeper(res []*regexp.Regexp, gpu []trace.GPUOp, api []trace.APICall, names *trace.Strings) *keeper {
 	k := &keeper{syncs: map[int64][]int64{}, gaps: map[int32][]span{}}
 	for _, re := range res {
@@ -96,6 +99,9 @@ func newKeeper(res []*regexp.Regexp, gpu []trace.GPUOp, api []trace.APICall, nam
 			key := threadKey(a.Process, a.Thread)
 			k.syncs[key] = append(k.syncs[key], a.Start)
 		}
+	}
+	for _, ts := range k.syncs { // api need not be sorted yet
+		slices.Sort(ts)
 	}
 	for i := 0; i < len(gpu); {
 		j := i
@@ -179,6 +185,29 @@ func (m *nameMatcher) match(name []byte) bool {
 	return m.re.Match(name)
 }
 
+// rareBytes orders bytes from the most to the least common in names
+// (letters by their frequency in English, upper case rarer than lower):
+// a literal that is not anchored is first looked for by its rarest byte,
+// one bytes.IndexByte, which rules out most names at a fraction of the
+// cost of a substring search.
+const rareBytes = " _:,.0123456789etaoinsrhldcumfpgwybvkxjqzETAOINSRHLDCUMFPGWYBVKXJQZ"
+
+// rarest returns the byte of lit least common in names (for a folded
+// literal, lit is lower case and eval looks for a letter's upper case too).
+func rarest(lit []byte) byte {
+	best, rank := lit[0], -1
+	for _, c := range lit {
+		r := strings.IndexByte(rareBytes, c)
+		if r < 0 {
+			r = len(rareBytes) // not in the table: rarer than all
+		}
+		if r > rank {
+			best, rank = c, r
+		}
+	}
+	return best
+}
+
 // prefilter is a condition on literals that every string matching a
 // regexp meets: all of and (a concatenation needs each part), one of or
 // (an alternation needs one branch), or a literal substring, at a known
@@ -186,12 +215,22 @@ func (m *nameMatcher) match(name []byte) bool {
 // literal has a fixed width.
 type prefilter struct {
 	lit     []byte
-	at      int // offset of lit in the string, -1 for anywhere
+	at      int  // offset of lit in the string, -1 for anywhere
+	fold    bool // lit is lower-case ASCII, matched ignoring ASCII case
+	rare    byte // lit's rarest byte (rarest), when at is -1
 	and, or []*prefilter
 }
 
+// eval reports whether s meets the condition.
 func (p *prefilter) eval(s []byte) bool {
 	switch {
+	case p.lit != nil && p.at < 0 && bytes.IndexByte(s, p.rare) < 0 &&
+		(!p.fold || !('a' <= p.rare && p.rare <= 'z') || bytes.IndexByte(s, p.rare-'a'+'A') < 0):
+		return false
+	case p.fold && p.at >= 0:
+		return len(s) >= p.at+len(p.lit) && equalFoldASCII(s[p.at:p.at+len(p.lit)], p.lit)
+	case p.fold:
+		return indexFoldASCII(s, p.lit)
 	case p.lit != nil && p.at >= 0:
 		return len(s) >= p.at+len(p.lit) && bytes.Equal(s[p.at:p.at+len(p.lit)], p.lit)
 	case p.lit != nil:
@@ -221,10 +260,14 @@ func (p *prefilter) eval(s []byte) bool {
 func required(re *syntax.Regexp, at int) *prefilter {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 || len(re.Rune) == 0 {
+		if len(re.Rune) == 0 {
 			return nil
 		}
-		return &prefilter{lit: []byte(string(re.Rune)), at: at}
+		if re.Flags&syntax.FoldCase != 0 {
+			return foldLiteral(re.Rune, at)
+		}
+		lit := []byte(string(re.Rune))
+		return &prefilter{lit: lit, at: at, rare: rarest(lit)}
 	case syntax.OpCapture:
 		return required(re.Sub[0], at)
 	case syntax.OpPlus:
@@ -272,6 +315,60 @@ func required(re *syntax.Regexp, at int) *prefilter {
 		return &prefilter{or: or}
 	}
 	return nil
+}
+
+// foldLiteral is the prefilter of a case-folded literal ((?i)optimizer,
+// which analysis's step inference uses): a byte-wise ASCII case-insensitive
+// search, exact only when every rune the literal's runes fold to is ASCII.
+// A literal with k or s (the Kelvin sign and the long s fold to them) or
+// any non-ASCII letter gets none, and the regexp decides alone.
+func foldLiteral(runes []rune, at int) *prefilter {
+	lit := make([]byte, 0, len(runes))
+	for _, r := range runes {
+		for f := unicode.SimpleFold(r); ; f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf {
+				return nil
+			}
+			if f == r {
+				break
+			}
+		}
+		if r >= utf8.RuneSelf {
+			return nil
+		}
+		lit = append(lit, lowerASCII(byte(r)))
+	}
+	return &prefilter{lit: lit, at: at, fold: true, rare: rarest(lit)}
+}
+
+func lowerASCII(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// equalFoldASCII reports whether s equals lit (lower-case) ignoring ASCII
+// case; a byte of a multi-byte UTF-8 sequence never equals an ASCII one.
+func equalFoldASCII(s, lit []byte) bool {
+	for i, c := range lit {
+		if lowerASCII(s[i]) != c {
+			return false
+		}
+	}
+	return true
+}
+
+// indexFoldASCII reports whether s contains lit (lower-case) ignoring
+// ASCII case.
+func indexFoldASCII(s, lit []byte) bool {
+	c0 := lit[0]
+	for i := 0; i+len(lit) <= len(s); i++ {
+		if lowerASCII(s[i]) == c0 && equalFoldASCII(s[i+1:i+len(lit)], lit[1:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // width returns the number of bytes every match of re spans, -1 when it

@@ -27,6 +27,8 @@ func TestNameMatcherPrefilter(t *testing.T) {
 		regexp.MustCompile(`\bstep\b|^iter(ation)?_\d+$`), regexp.MustCompile(`^$`), regexp.MustCompile(`a+b{2,}c`),
 		regexp.MustCompile(`^ab(c|de)f`), regexp.MustCompile(`^(?:ab|c)d`), regexp.MustCompile(`^é+x`), regexp.MustCompile(`^x{2}y`),
 		regexp.MustCompile(`^a\bb`), regexp.MustCompile(`\Aaten::(?:_local_scalar_dense|tolist)\z`), regexp.MustCompile(`^(?i:k)x`),
+		regexp.MustCompile(`(?i)optimizer`), regexp.MustCompile(`(?i)zero_grad`), regexp.MustCompile(`^(?i)step\b`),
+		regexp.MustCompile(`(?i)xk`), regexp.MustCompile(`(?i)éa`), regexp.MustCompile(`a(?i:b)c`), regexp.MustCompile(`^x(?i:yz)`),
 	}
 	names := []string{
 		"", "step", "step 3", "ProfilerStep#12", "ProfilerStep#", "train_step", "training_step", "train_stepper",
@@ -35,7 +37,9 @@ func TestNameMatcherPrefilter(t *testing.T) {
 		"sync:Tensor.item[3]", "aten::empty_strided, op_id = 999730", "FSDP::root_pre_forward", "Optimizer.step#AdamW.step",
 		"iteration_12", "iter_3", "abbc", "aabbbc", "abc", "line1\nstep",
 		"abcf", "abdef", "abdf", "abd", "cd", "abcd", "ééx", "éx", "x", "xxy", "xy", "xxxy", "a b", "ab",
-		"\u212ax", "kx", "Kx", "xkx",
+		"\u212ax", "kx", "Kx", "xkx", "x\u212a", "XK", "xK",
+		"Optimizer.step#AdamW.step", "OPTIMIZER", "optimizer", "OptimizeR!", "optimize", "zero_grad", "Module.ZERO_GRAD",
+		"zero-grad", "STEP 1", "Step_", "éa", "ÉA", "éA", "aBc", "abC", "ABC", "xYz", "XYZ", "xyZ1", "ÿoptimizer",
 	}
 	for _, re := range patterns {
 		m := newNameMatcher(re)
@@ -46,7 +50,9 @@ func TestNameMatcherPrefilter(t *testing.T) {
 		}
 	}
 	// The default patterns do get a prefilter (else it would not save anything).
-	for _, re := range []*regexp.Regexp{analysis.DefaultStepPattern, analysis.DefaultDataPattern, analysis.DefaultSyncProxyPattern} {
+	// Nor do step inference's, two of which ignore case: without a prefilter
+	// every NVTX range of an export runs through their regexps.
+	for _, re := range append([]*regexp.Regexp{analysis.DefaultStepPattern, analysis.DefaultDataPattern, analysis.DefaultSyncProxyPattern}, analysis.InferencePatterns()...) {
 		if newNameMatcher(re).pre == nil {
 			t.Errorf("%q: no literal prefilter", re)
 		}

@@ -63,10 +63,11 @@ func (r *reader) readRanges(s *scanned) ([]trace.Range, counts, error) {
 		return nil, counts{}, err
 	}
 	hasRowid := query(r.db, `SELECT rowid FROM `+table+` LIMIT 1`, func(*sqlitescan.Stmt) error { return nil }) == nil
-	keepAll := r.opt.RangeNames == nil || len(s.api) == 0 || !hasRowid
+	// s.api may be being sorted: only s.keeper, made from it before, is read.
+	keepAll := s.keeper == nil || !hasRowid
 	var k *keeper
 	if !keepAll {
-		k = newKeeper(r.opt.RangeNames, s.gpu, s.api, r.names)
+		k = s.keeper
 		q = q[:len(q)-len(" FROM "+table)] + ", rowid FROM " + table
 	}
 	ps, n := r.parts(table)

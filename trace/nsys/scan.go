@@ -41,6 +41,7 @@ type scanned struct {
 	api    []trace.APICall
 	ranges []trace.Range
 	syncs  []trace.SyncWait
+	keeper *keeper // the filter of a lean read; nil keeps every range
 }
 
 // row is the current row of a scan: an SQLite statement's, or a record
@@ -109,9 +110,19 @@ type task[T any] struct {
 	pos    []int
 
 	got   []T
-	n     int   // rows read
+	n     int   // rows kept
+	read  int   // rows read (API calls: a lean read drops some)
 	names idMap // StringIds ids this task met, in the order it met them
 	bad   counts
+
+	db   *sqlitescan.DB // the connection the task runs on
+	lean *apiFilter     // API calls: nil keeps every call
+	// API calls of a lean read: whether each local name is a launching or
+	// blocking call, and each process's candidates for its earliest and
+	// latest call.
+	roles []bool
+	ends  map[int32]*apiEnds
+	remap []trace.Name // local name -> Name, once the names are read
 }
 
 // counts are rows the reader skipped or repaired, for warnings.
@@ -221,6 +232,8 @@ func readTasks[T any](r *reader, tasks []*task[T]) ([]T, error) {
 	fns := make([]func(db *sqlitescan.DB) error, len(tasks))
 	for i, t := range tasks {
 		fns[i] = func(db *sqlitescan.DB) error {
+			t.db = db
+			defer func() { t.db = nil }()
 			var out []T
 			if t.size > 0 {
 				out = buf[t.off : t.off : t.off+t.size]
@@ -310,39 +323,61 @@ func (r *reader) scan() (*scanned, error) {
 	}
 	gpuTasks := append(kernels, memcpys...)
 	var wg sync.WaitGroup
-	var gpuErr, apiErr error
-	// GPU and API tables are read side by side; each read spreads its own
-	// tasks over the cores.
-	wg.Go(func() { s.gpu, gpuErr = readTasks(r, gpuTasks) })
-	s.api, apiErr = readTasks(r, api)
-	wg.Wait()
-	if err := cmp.Or(gpuErr, apiErr); err != nil {
+	if s.gpu, err = readTasks(r, gpuTasks); err != nil {
 		return nil, err
 	}
-	r.records = len(s.gpu) + len(s.api)
+	var lean *apiFilter
+	if r.opt.RangeNames != nil {
+		// A lean read keeps only the API calls analysis reads (see
+		// apiFilter), deciding as it reads: the others are never stored.
+		lean = newAPIFilter(s.gpu)
+		for _, t := range api {
+			t.lean = lean
+		}
+	}
+	// The GPU ops are named and sorted while the API calls are read.
+	var gpuErr error
+	wg.Go(func() {
+		if gpuErr = r.nameGPU(s.gpu, gpuTasks); gpuErr == nil {
+			sortGPU(s.gpu)
+		}
+	})
+	s.api, err = readTasks(r, api)
+	wg.Wait()
+	if err := cmp.Or(gpuErr, err); err != nil {
+		return nil, err
+	}
+	r.records = len(s.gpu)
 	var bad counts
 	for _, t := range gpuTasks {
 		bad.add(t.bad)
 	}
 	for _, t := range api {
 		bad.add(t.bad)
+		r.records += t.read
 	}
 	// Names: only the StringIds the records use are read (an export can
 	// hold millions that nothing uses).
-	if err := r.nameGPU(s.gpu, gpuTasks); err != nil {
-		return nil, err
-	}
 	if err := r.nameAPI(s.api, api); err != nil {
 		return nil, err
 	}
-	wg.Go(func() { sortGPU(s.gpu) })
-	sortAPI(s.api)
-	wg.Wait()
-	if r.opt.RangeNames != nil {
-		s.api = leanAPI(s.api, s.gpu, r.names)
+	if lean != nil {
+		s.api = append(s.api, lean.ends(r, api)...)
+		if cap(s.api)-len(s.api) > len(s.api)/8 {
+			// The array was sized for every call; the profile keeps it
+			// for as long as analysis runs, and the garbage collector
+			// paces itself by it.
+			s.api = slices.Clone(s.api)
+		}
 	}
-
+	// The API calls are sorted while the NVTX ranges are read: the filter
+	// of a lean read is made from them first.
+	if r.opt.RangeNames != nil && len(s.api) > 0 {
+		s.keeper = newKeeper(r.opt.RangeNames, s.gpu, s.api, r.names)
+	}
+	wg.Go(func() { sortAPI(s.api) })
 	rs, nb, err := r.readRanges(s)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -546,14 +581,22 @@ func (r *reader) runtimeTasks() ([]*task[trace.APICall], error) {
 		if !ok {
 			return out, err
 		}
+		t.read++
 		id := int64(-1)
 		if st.Type(4) == sqlitescan.Integer {
 			id = st.Int64(4)
 		}
 		g := st.Int64(2)
-		return push(out, trace.APICall{
+		a := trace.APICall{
 			Start: start, End: end, Thread: tidOf(g), Corr: st.Int64(3), Process: pidOf(g), Name: t.names.local(id),
-		}), nil
+		}
+		if t.lean != nil {
+			keep, err := t.lean.keep(t, &a, id)
+			if !keep || err != nil {
+				return out, err
+			}
+		}
+		return push(out, a), nil
 	}), nil
 }
 
@@ -563,6 +606,11 @@ type idMap struct {
 	dense  []uint32 // id -> local+1, for small ids
 	sparse map[int64]uint32
 	ids    []int64
+	// A direct-mapped cache in front of sparse: exports of long runs have
+	// ids in the millions, and a map lookup per row cost more than the
+	// row's decoding. Slot id%len holds id+1 (0: empty) and its local.
+	cacheID    [256]int64
+	cacheLocal [256]uint32
 }
 
 const denseIDs = 1 << 18
@@ -580,7 +628,12 @@ func (m *idMap) local(id int64) trace.Name {
 		m.dense[id] = uint32(len(m.ids))
 		return trace.Name(len(m.ids) - 1)
 	}
+	slot := uint64(id) % uint64(len(m.cacheID))
+	if m.cacheID[slot] == id+1 {
+		return trace.Name(m.cacheLocal[slot])
+	}
 	if v, ok := m.sparse[id]; ok {
+		m.cacheID[slot], m.cacheLocal[slot] = id+1, v
 		return trace.Name(v)
 	}
 	if m.sparse == nil {
@@ -715,13 +768,14 @@ func (r *reader) nameAPI(api []trace.APICall, tasks []*task[trace.APICall]) erro
 			api[j].Name = remap[i][api[j].Name]
 		}
 		off += t.n
+		t.remap = remap[i]
 	}
 	return nil
 }
 
 // The orders of trace.Profile.Sort, with the process first.
 func sortGPU(ops []trace.GPUOp) {
-	slices.SortFunc(ops, func(a, b trace.GPUOp) int {
+	sortRuns(ops, func(a *trace.GPUOp) int32 { return a.Process }, func(a, b *trace.GPUOp) int {
 		switch {
 		case a.Process != b.Process:
 			return cmp.Compare(a.Process, b.Process)
@@ -741,21 +795,28 @@ func sortGPU(ops []trace.GPUOp) {
 }
 
 func sortAPI(api []trace.APICall) {
-	slices.SortFunc(api, func(a, b trace.APICall) int {
-		switch {
-		case a.Process != b.Process:
-			return cmp.Compare(a.Process, b.Process)
-		case a.Start != b.Start:
-			return cmp.Compare(a.Start, b.Start)
-		case a.End != b.End:
-			return cmp.Compare(a.End, b.End)
-		case a.Corr != b.Corr:
-			return cmp.Compare(a.Corr, b.Corr)
-		case a.Thread != b.Thread:
-			return cmp.Compare(a.Thread, b.Thread)
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
+	sortRuns(api, func(a *trace.APICall) int32 { return a.Process }, cmpAPI)
+}
+
+func cmpAPI(a, b *trace.APICall) int {
+	if c := cmpAPINoName(a, b); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+func cmpAPINoName(a, b *trace.APICall) int {
+	switch {
+	case a.Process != b.Process:
+		return cmp.Compare(a.Process, b.Process)
+	case a.Start != b.Start:
+		return cmp.Compare(a.Start, b.Start)
+	case a.End != b.End:
+		return cmp.Compare(a.End, b.End)
+	case a.Corr != b.Corr:
+		return cmp.Compare(a.Corr, b.Corr)
+	}
+	return cmp.Compare(a.Thread, b.Thread)
 }
 
 func sortRanges(rs []trace.Range) {
@@ -774,95 +835,186 @@ func sortRanges(rs []trace.Range) {
 	})
 }
 
-// leanAPI keeps the API calls analysis reads: in a process with GPU
+// apiFilter keeps the API calls analysis reads: in a process with GPU
 // activity, those that launched some of it (by correlation id), the
 // blocking and the launching calls (by name), and the process's earliest
 // and latest call (they bound the whole-profile window); every call of a
-// process without GPU activity. api and gpu are sorted by process; the
-// result is a new, smaller array in the same order.
-func leanAPI(api []trace.APICall, gpu []trace.GPUOp, names *trace.Strings) []trace.APICall {
-	role := make([]int8, names.Len()) // 0 unknown, 1 kept by name, 2 not
-	keep := make([]bool, len(api))
-	n := 0
-	for i, g := 0, 0; i < len(api); {
-		pid := api[i].Process
-		j := i
-		first, last := i, i
-		for j < len(api) && api[j].Process == pid {
-			if api[j].End > api[last].End {
-				last = j
-			}
-			j++
+// process without GPU activity. It is read-only once made; the tasks that
+// use it keep their own state (task.roles, task.ends).
+type apiFilter struct {
+	launched map[int32]*corrs // by process
+}
+
+func newAPIFilter(gpu []trace.GPUOp) *apiFilter {
+	byPid := map[int32][]int64{}
+	for i := range gpu {
+		byPid[gpu[i].Process] = append(byPid[gpu[i].Process], gpu[i].Corr)
+	}
+	f := &apiFilter{launched: make(map[int32]*corrs, len(byPid))}
+	for pid, cs := range byPid {
+		c := corrSet(cs)
+		f.launched[pid] = &c
+	}
+	return f
+}
+
+// apiEnds are a process's candidates, in one task, for its earliest call
+// (the first in sortAPI's order) and its latest (the latest end, the first
+// in that order among those that end then). Names are the task's local
+// ones until the names are read, so calls that differ only in name are
+// all kept as candidates.
+type apiEnds struct {
+	first, last []trace.APICall
+}
+
+// keep reports whether the task keeps a, whose name has the StringIds id
+// id, and notes a as a candidate for its process's ends.
+func (f *apiFilter) keep(t *task[trace.APICall], a *trace.APICall, id int64) (bool, error) {
+	launched := f.launched[a.Process]
+	if launched == nil {
+		return true, nil
+	}
+	for int(a.Name) >= len(t.roles) { // names are numbered as met
+		role, err := apiRole(t.db, t.names.ids[len(t.roles)])
+		if err != nil {
+			return false, err
 		}
-		for g < len(gpu) && gpu[g].Process < pid {
-			g++
+		t.roles = append(t.roles, role)
+	}
+	if t.ends == nil {
+		t.ends = map[int32]*apiEnds{}
+	}
+	e := t.ends[a.Process]
+	if e == nil {
+		e = &apiEnds{first: []trace.APICall{*a}, last: []trace.APICall{*a}}
+		t.ends[a.Process] = e
+	} else {
+		switch c := cmpAPINoName(a, &e.first[0]); {
+		case c < 0:
+			e.first = append(e.first[:0], *a)
+		case c == 0:
+			e.first = append(e.first, *a)
 		}
-		h := g
-		for h < len(gpu) && gpu[h].Process == pid {
-			h++
+		switch c := cmp.Or(cmp.Compare(e.last[0].End, a.End), cmpAPINoName(a, &e.last[0])); {
+		case c < 0:
+			e.last = append(e.last[:0], *a)
+		case c == 0:
+			e.last = append(e.last, *a)
 		}
-		launched := corrSet(gpu[g:h])
-		for k := i; k < j; k++ {
-			a := &api[k]
-			if role[a.Name] == 0 {
-				name := names.String(a.Name)
-				role[a.Name] = 2
-				if trace.SyncAPI(name) || trace.LaunchAPI(name) {
-					role[a.Name] = 1
+	}
+	return t.roles[a.Name] || launched.has(a.Corr), nil
+}
+
+// ends returns each process's earliest and latest call that the tasks did
+// not keep (tasks' names already resolved into names).
+func (f *apiFilter) ends(r *reader, tasks []*task[trace.APICall]) []trace.APICall {
+	first, last := map[int32]trace.APICall{}, map[int32]trace.APICall{}
+	remap := func(k int, a trace.APICall) trace.APICall {
+		a.Name = tasks[k].remap[a.Name]
+		return a
+	}
+	for k, t := range tasks {
+		for pid, e := range t.ends {
+			for _, a := range e.first {
+				a = remap(k, a)
+				if b, ok := first[pid]; !ok || cmpAPI(&a, &b) < 0 {
+					first[pid] = a
 				}
 			}
-			keep[k] = g == h || role[a.Name] == 1 || k == first || k == last || launched.has(a.Corr)
-			if keep[k] {
-				n++
+			for _, a := range e.last {
+				a = remap(k, a)
+				if b, ok := last[pid]; !ok || cmp.Or(cmp.Compare(b.End, a.End), cmpAPI(&a, &b)) < 0 {
+					last[pid] = a
+				}
 			}
 		}
-		i, g = j, h
+		t.ends, t.roles = nil, nil
 	}
-	if n == len(api) {
-		return api
+	var out []trace.APICall
+	kept := func(a *trace.APICall) bool {
+		name := r.names.String(a.Name)
+		return trace.SyncAPI(name) || trace.LaunchAPI(name) || f.launched[a.Process].has(a.Corr)
 	}
-	out := make([]trace.APICall, 0, n)
-	for i := range api {
-		if keep[i] {
-			out = append(out, api[i])
+	for pid, a := range first {
+		if !kept(&a) {
+			out = append(out, a)
+		}
+		if b := last[pid]; b != a && !kept(&b) {
+			out = append(out, b)
 		}
 	}
 	return out
 }
 
-// corrs is a set of correlation ids: a bitmap when they are dense, as
-// CUPTI's counters are, else an open-addressing hash set.
-type corrs struct {
-	lo   int64
-	bits []uint64
-	hash []int64 // 0 is empty; ids are stored plus one
-	mask uint64
+// apiRole reports whether the API call named by StringIds id is a
+// blocking or a launching call.
+func apiRole(db *sqlitescan.DB, id int64) (bool, error) {
+	if id < 0 {
+		return false, nil
+	}
+	st, err := db.Query(`SELECT value FROM StringIds WHERE id = ?1`)
+	if err != nil {
+		return false, fmt.Errorf("read StringIds: %w", err)
+	}
+	defer st.Close()
+	s, err := lookupString(st, id)
+	if err != nil {
+		return false, fmt.Errorf("read StringIds: %w", err)
+	}
+	name := trace.StripAPIVersion(s)
+	return trace.SyncAPI(name) || trace.LaunchAPI(name), nil
 }
 
-func corrSet(ops []trace.GPUOp) corrs {
-	if len(ops) == 0 {
+// corrs is a set of correlation ids: a bitmap in pages of 65,536 ids when
+// they come in dense clusters, as CUPTI's per-process counters do (one
+// cluster per process, or per capture), else an open-addressing hash set.
+type corrs struct {
+	lo    int64
+	pages []*[corrPage / 64]uint64 // (id-lo)/corrPage -> its bits; nil: none
+	hash  []int64                  // 0 is empty; ids are stored plus one
+	mask  uint64
+}
+
+const corrPage = 1 << 16
+
+func corrSet(ids []int64) corrs {
+	if len(ids) == 0 {
 		return corrs{}
 	}
-	lo, hi := ops[0].Corr, ops[0].Corr
-	for i := range ops {
-		lo, hi = min(lo, ops[i].Corr), max(hi, ops[i].Corr)
+	lo, hi := ids[0], ids[0]
+	for _, id := range ids {
+		lo, hi = min(lo, id), max(hi, id)
 	}
-	if hi-lo < 64*int64(len(ops))+4096 {
-		c := corrs{lo: lo, bits: make([]uint64, (hi-lo)/64+1)}
-		for i := range ops {
-			d := ops[i].Corr - lo
-			c.bits[d/64] |= 1 << (d % 64)
+	// Pages, when their index costs at most a pointer per id and the pages
+	// in use at most 64 bytes per id.
+	if slots := uint64(hi-lo)/corrPage + 1; slots <= uint64(len(ids))+1024 {
+		c := corrs{lo: lo, pages: make([]*[corrPage / 64]uint64, slots)}
+		used := 0
+		for _, id := range ids {
+			if k := uint64(id-lo) / corrPage; c.pages[k] == nil {
+				if used++; used*corrPage/8 > 64*len(ids)+corrPage {
+					c.pages = nil
+					break
+				}
+				c.pages[k] = new([corrPage / 64]uint64)
+			}
 		}
-		return c
+		if c.pages != nil {
+			for _, id := range ids {
+				d := uint64(id - lo)
+				c.pages[d/corrPage][d%corrPage/64] |= 1 << (d % 64)
+			}
+			return c
+		}
 	}
 	size := 1
-	for size < 2*len(ops) {
+	for size < 2*len(ids) {
 		size *= 2
 	}
 	c := corrs{hash: make([]int64, size), mask: uint64(size - 1)}
-	for i := range ops {
-		v := ops[i].Corr + 1
-		for j := hashCorr(ops[i].Corr) & c.mask; ; j = (j + 1) & c.mask {
+	for _, id := range ids {
+		v := id + 1
+		for j := hashCorr(id) & c.mask; ; j = (j + 1) & c.mask {
 			if c.hash[j] == v {
 				break
 			}
@@ -879,9 +1031,16 @@ func hashCorr(c int64) uint64 { return uint64(c) * 0x9E3779B97F4A7C15 >> 17 }
 
 func (c *corrs) has(corr int64) bool {
 	switch {
-	case c.bits != nil:
-		d := corr - c.lo
-		return d >= 0 && d/64 < int64(len(c.bits)) && c.bits[d/64]&(1<<(d%64)) != 0
+	case c.pages != nil:
+		if corr < c.lo {
+			return false
+		}
+		d := uint64(corr - c.lo)
+		if d/corrPage >= uint64(len(c.pages)) {
+			return false
+		}
+		p := c.pages[d/corrPage]
+		return p != nil && p[d%corrPage/64]&(1<<(d%64)) != 0
 	case c.hash != nil:
 		v := corr + 1
 		for j := hashCorr(corr) & c.mask; ; j = (j + 1) & c.mask {
