@@ -38,7 +38,13 @@ var provenance = map[string]want{
 	"kineto-tbplugin-resnet50-v100-legacy/num_workers_0/worker0.1623143566756.pt.trace.json.gz": {8772, 12, 312, 11923, -1, 0, "Tesla V100-DGXS-32GB", "kineto-legacy-2021"},
 	"kineto-tbplugin-resnet50-v100-legacy/num_workers_0_nometa/worker0.pt.trace.json.gz":        {9538, 12, 377, 10800, -1, 0, "", "kineto-legacy-2021"},
 	"kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz": {8868, 12, 378, 12085, -1, 0, "Tesla V100-DGXS-32GB", "kineto-legacy-2021"},
-	"param-resnet-rtx2080ti/resnet_kineto.json.gz":                                              {9628, 123, 362, 25928, -1, 0, "NVIDIA GeForce RTX 2080 Ti", "kineto"},
+	// The two TraceLens captures: PROVENANCE.md gives no counts; these are
+	// from a plain Python json pass over the same bytes (2026-12-03): X
+	// events by cat, cuda_runtime + cuda_driver as API calls (B200: 1151 +
+	// 221), distributedInfo and deviceProperties[0].name as written.
+	"tracelens-b200-eager-nosteps/eager_trace.json.gz":             {768, 161, 0, 1372, 0, 8, "NVIDIA B200", "kineto"},
+	"tracelens-mi300x-ddp-resnet18-nosteps/train_resnet18.json.gz": {2360, 5, 10, 5587, -1, 0, "AMD Instinct MI300X", "kineto"},
+	"param-resnet-rtx2080ti/resnet_kineto.json.gz":                 {9628, 123, 362, 25928, -1, 0, "NVIDIA GeForce RTX 2080 Ti", "kineto"},
 }
 
 func init() {
