@@ -38,7 +38,9 @@ var actionCmd = &command{
 Action is what action.yml runs. It reads its inputs from GPUGATE_* variables
 (composite steps get no INPUT_* on the real runner): GPUGATE_CONFIG,
 GPUGATE_WORKLOAD, GPUGATE_BASELINE_DB, GPUGATE_BASE_BRANCH, GPUGATE_MODE (pr,
-refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_COMMENT (always,
+refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_ON_INCONCLUSIVE
+(fail, neutral or pass: an inconclusive verdict fails the step only with
+fail), GPUGATE_COMMENT (always,
 on-regression, never), GPUGATE_CHECK_RUN, GPUGATE_ACCEPT_LABEL,
 GPUGATE_BOT_LOGIN, GPUGATE_TRACE_SIZE_CAP (MB), GPUGATE_CACHE, GPUGATE_RESULT
 and GPUGATE_GITHUB_TOKEN. GPUGATE_PHASE picks one step of action.yml:
@@ -104,6 +106,9 @@ type inputs struct {
 	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot string
 	failOnRegression, checkRun, cache                                                       bool
 	sizeCap                                                                                 int64 // bytes
+	// onInconclusive is what an inconclusive verdict does: fail, neutral
+	// (the default) or pass (inconclusiveOutcome).
+	onInconclusive string
 }
 
 func boolInput(v string, def bool) (bool, error) {
@@ -127,6 +132,11 @@ func readInputs(gha *action.IO) (inputs, error) {
 	def(&in.config, "perf.yaml")
 	def(&in.acceptLabel, "gpugate/accept-regression")
 	def(&in.bot, action.BotLogin)
+	in.onInconclusive = gha.Input("on-inconclusive")
+	def(&in.onInconclusive, "neutral")
+	if _, _, err := inconclusiveOutcome(in.onInconclusive); err != nil {
+		return in, err
+	}
 	switch in.phase {
 	case "", "prepare", "run", "post":
 	default:
@@ -694,18 +704,43 @@ func postPhase(ctx context.Context, gha *action.IO, log io.Writer, getenv func(s
 		}
 	}
 	if in.checkRun && ev.HeadSHA != "" && in.token != "" {
-		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure", stats.Inconclusive: "neutral",
+		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure",
 			stats.Accepted: "success", stats.NoBaseline: "neutral", stats.Improvement: "success"}[verdict]
+		if verdict == stats.Inconclusive {
+			conclusion, _, _ = inconclusiveOutcome(in.onInconclusive)
+		}
 		if c, err := newClient(getenv, in); err == nil {
 			if err := c.CheckRun(ctx, "gpugate / "+slug(r.Workload), ev.HeadSHA, conclusion, "gpugate: "+string(verdict), string(md)); err != nil {
 				gha.Warning("gpugate: no check run", err.Error())
 			}
 		}
 	}
-	if !in.failOnRegression && (verdict == stats.Regression || verdict == stats.Inconclusive) {
+	if verdict == stats.Inconclusive {
+		if _, fail, _ := inconclusiveOutcome(in.onInconclusive); !fail {
+			return nil
+		}
+	}
+	if !in.failOnRegression && verdict == stats.Regression {
 		return nil
 	}
 	return verdictError(verdict, false)
+}
+
+// inconclusiveOutcome maps the on-inconclusive input to the check run's
+// conclusion and whether the step fails (exit 3): fail fails both; neutral
+// (the default) gives a neutral check and a green step, since the runs
+// could not decide and a red step would blame the pull request; pass
+// gives a successful check.
+func inconclusiveOutcome(mode string) (conclusion string, fail bool, err error) {
+	switch mode {
+	case "fail":
+		return "failure", true, nil
+	case "neutral", "":
+		return "neutral", false, nil
+	case "pass":
+		return "success", false, nil
+	}
+	return "", false, fmt.Errorf("input on-inconclusive: %q is not fail, neutral or pass", mode)
 }
 
 // readOnly explains, in the job summary, why there is no comment and how to
