@@ -250,15 +250,25 @@ func TestRates(t *testing.T) {
 		f       func() bool
 		min, mx float64
 	}{
-		{"A/A 1 vs 5, run CV 8%: false regression", func() bool { return reg(timeSpec, runs(rng, 5, 50, 100, 0.08, 0.03), runs(rng, 1, 50, 100, 0.08, 0.03)) }, 0, 0.02},
-		{"A/A 1 vs 5, run CV 12%: false regression", func() bool { return reg(timeSpec, runs(rng, 5, 50, 100, 0.12, 0.03), runs(rng, 1, 50, 100, 0.12, 0.03)) }, 0, 0.03},
-		{"A/A 1 vs 5, run CV 2%: pass", func() bool { return is(Pass)(timeSpec, runs(rng, 5, 50, 100, 0.02, 0.03), runs(rng, 1, 50, 100, 0.02, 0.03)) }, 0.9, 1},
+		{"A/A 1 vs 5, run CV 8%: false regression", func() bool {
+			return reg(timeSpec, runs(rng, 5, 50, 100, 0.08, 0.03), runs(rng, 1, 50, 100, 0.08, 0.03))
+		}, 0, 0.02},
+		{"A/A 1 vs 5, run CV 12%: false regression", func() bool {
+			return reg(timeSpec, runs(rng, 5, 50, 100, 0.12, 0.03), runs(rng, 1, 50, 100, 0.12, 0.03))
+		}, 0, 0.03},
+		{"A/A 1 vs 5, run CV 2%: pass", func() bool {
+			return is(Pass)(timeSpec, runs(rng, 5, 50, 100, 0.02, 0.03), runs(rng, 1, 50, 100, 0.02, 0.03))
+		}, 0.9, 1},
 		{"every 3rd step ×2, 1 vs 5, CV 2%", func() bool {
 			return reg(timeSpec, runs(rng, 5, 50, 100, 0.02, 0.03), periodic(runs(rng, 1, 50, 100, 0.02, 0.03), 2))
 		}, 0.95, 1},
-		{"step time ×2, 3 vs 3, CV 8%", func() bool { return reg(timeSpec, runs(rng, 3, 50, 100, 0.08, 0.03), runs(rng, 3, 50, 200, 0.08, 0.03)) }, 0.95, 1},
+		{"step time ×2, 3 vs 3, CV 8%", func() bool {
+			return reg(timeSpec, runs(rng, 3, 50, 100, 0.08, 0.03), runs(rng, 3, 50, 200, 0.08, 0.03))
+		}, 0.95, 1},
 		{"new sync in 60% of steps, 3 vs 5", func() bool { return reg(countSpec, syncs(rng, 5, 50, 0), syncs(rng, 3, 50, 0.6)) }, 0.95, 1},
-		{"+30% (2× allowance), 1 vs 5, CV 5%", func() bool { return reg(timeSpec, runs(rng, 5, 50, 100, 0.05, 0.03), runs(rng, 1, 50, 130, 0.05, 0.03)) }, 0.85, 1},
+		{"+30% (2× allowance), 1 vs 5, CV 5%", func() bool {
+			return reg(timeSpec, runs(rng, 5, 50, 100, 0.05, 0.03), runs(rng, 1, 50, 130, 0.05, 0.03))
+		}, 0.85, 1},
 		{"throughput −30%, 1 vs 5, CV 5%", func() bool {
 			return reg(throughputSpec, runs(rng, 5, 50, 1000, 0.05, 0.03), runs(rng, 1, 50, 1000/1.3, 0.05, 0.03))
 		}, 0.85, 1},

@@ -46,9 +46,10 @@ Run 'gpugate help <command>' for details.
 	it, it looks at the interval and stops as soon as it settles the verdict
 	(beyond the allowance: regression; within it: pass), or when 10 pairs
 	(-max-pairs, ab.max_pairs) are measured or the next pair would end past the
-	10-minute budget (-budget, ab.budget). Each look is made at α divided by the
-	number of planned looks (8 by default, α=0.00625 each), so that looking
-	repeatedly does not add false alarms. -pairs N (ab.pairs) measures exactly N
+	10-minute budget (-budget, ab.budget). Each look is made at 2% divided by the
+	number of planned looks (8 by default: α=0.0025 each), so that looking
+	repeatedly does not add false alarms: a false regression happens at most 1%
+	of the time, however many looks are made. -pairs N (ab.pairs) measures exactly N
 	pairs and looks once, at α. The report and the log say the order the runs
 	were made in, how many pairs were needed and why sampling stopped.
 
