@@ -307,3 +307,25 @@ func TestPlainWhyHostileKernel(t *testing.T) {
 		t.Errorf("why %q", why)
 	}
 }
+
+// TestCombineRanks: a run's ranks make one value per step by the metric's
+// kind, worked out by hand: the slowest rank's time, the sum of counts, the
+// mean of ratios (two ranks 40% and 80% busy are a job 60% busy, not 120%).
+func TestCombineRanks(t *testing.T) {
+	rank := func(stepMs, busyMs float64, syncs int) *analysis.Result {
+		d, b := int64(stepMs*1e6), int64(busyMs*1e6)
+		steps := []analysis.Step{{Name: "ProfilerStep#1", HostStart: 0, HostEnd: d, Start: 0, End: d, GPUBusy: b, Compute: b, SyncCalls: syncs, Kernels: 10}}
+		return analysis.FromSteps(trace.New("r.json", trace.FormatKineto), true, steps, nil)
+	}
+	run := Run{rank(100, 40, 1), rank(50, 40, 2)}
+	for _, c := range []struct {
+		name string
+		want float64
+	}{{"step_time", 100}, {"sync_calls", 3}, {"kernels", 20}, {"gpu_util", (0.4 + 0.8) / 2}} {
+		m, _ := analysis.MetricByName(c.name)
+		got := samples([]Run{run}, m, new([]string))
+		if len(got) != 1 || len(got[0]) != 1 || math.Abs(got[0][0]-c.want) > 1e-9 {
+			t.Errorf("%s of a 2-rank run = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
