@@ -156,11 +156,18 @@ type Sampling struct {
 	PairSec   float64  `json:"pair_sec"` // mean wall time of a pair
 	Order     []string `json:"order"`    // B1 H1 H2 B2 …, as run
 	Stopped   string   `json:"stopped"`  // why sampling stopped
+	// Advice says, for an inconclusive verdict, how many more pairs and
+	// minutes would settle it; omitted otherwise.
+	Advice string `json:"advice,omitempty"`
 }
 
 // String says it in a sentence.
 func (s *Sampling) String() string {
-	return fmt.Sprintf("sampling: %d pair(s) of about %.0fs each, order %s; stopped: %s", s.Pairs, s.PairSec, strings.Join(s.Order, " "), s.Stopped)
+	out := fmt.Sprintf("sampling: %d pair(s) of about %.0fs each, order %s; stopped: %s", s.Pairs, s.PairSec, strings.Join(s.Order, " "), s.Stopped)
+	if s.Advice != "" {
+		out += "; " + s.Advice
+	}
+	return out
 }
 
 // Acceptance records who accepted a regression, and which metrics.

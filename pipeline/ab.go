@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,6 +274,18 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		BudgetSec: plan.Budget.Seconds(), WallSec: time.Since(start).Seconds(), Order: order, Stopped: stopped}
 	if len(baseRuns) > 0 {
 		smp.PairSec = measured.Seconds() / float64(len(baseRuns))
+	}
+	if rep.Verdict == stats.Inconclusive {
+		need := 0
+		for _, m := range rep.Metrics {
+			if m.Gate && m.Verdict == stats.Inconclusive {
+				need = max(need, m.NeedRuns)
+			}
+		}
+		if need > 0 && smp.PairSec > 0 {
+			smp.Advice = fmt.Sprintf("about %d more pair(s) would settle it, about %.0f more minute(s) of this machine: -max-pairs %d -budget %s",
+				need, math.Ceil(float64(need)*smp.PairSec/60), len(baseRuns)+need, (time.Duration(smp.WallSec+float64(need)*smp.PairSec*1.2)*time.Second).Round(time.Minute)+time.Minute)
+		}
 	}
 	rep.Sampling = smp
 	rep.Noise += "; " + smp.String()
