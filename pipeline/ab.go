@@ -93,8 +93,8 @@ func resolve(ctx context.Context, dir, ref string) (string, error) {
 // and compares them pair by pair: the interval is over the per-pair
 // log-ratios head/base (stats.Thresholds.Paired). Unless a fixed number of
 // pairs is asked for, it adds pairs until the verdict is decided or the
-// plan's pairs or budget are spent (ABPlan). The base side (and a head given as a revision) runs in a
-// git worktree that is removed afterwards.
+// plan's pairs or budget are spent (ABPlan). The base side (and a head
+// given as a revision) runs in a git worktree that is removed afterwards.
 func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
