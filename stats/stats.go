@@ -514,10 +514,10 @@ const maxMore = 30
 // estimate stayed where it is.
 func (j judge) settle(r Result, iv interval) (string, int) {
 	what := fmt.Sprintf("%d baseline run(s) and %d candidate run(s)", j.k, j.m)
-	more := "more candidate runs (perf.yaml repeat)"
+	more := "more candidate run(s) (perf.yaml repeat)"
 	if j.paired {
 		what = fmt.Sprintf("%d pair(s)", j.m)
-		more = "more pairs (ab max_pairs, or a larger budget)"
+		more = "more pair(s) (ab max_pairs, or a larger budget)"
 	}
 	d := FormatDelta(r)
 	if !iv.bounded {

@@ -148,7 +148,7 @@ func TestCompare(t *testing.T) {
 		t.Errorf("1 vs 1: reason %q, need %d", r.Reason, r.NeedRuns)
 	}
 	r = Compare(timeSpec, runs(rng, 5, 20, 100, 0.05, 0.02), runs(rng, 1, 20, 113, 0, 0.02), DefaultThresholds)
-	if r.Verdict == Inconclusive && !strings.Contains(r.Reason, "candidate runs") {
+	if r.Verdict == Inconclusive && !strings.Contains(r.Reason, "more candidate run(s)") {
 		t.Errorf("near the allowance: reason %q says nothing in runs", r.Reason)
 	}
 }
