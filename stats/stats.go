@@ -514,10 +514,8 @@ const maxMore = 30
 // estimate stayed where it is.
 func (j judge) settle(r Result, iv interval) (string, int) {
 	what := fmt.Sprintf("%d baseline run(s) and %d candidate run(s)", j.k, j.m)
-	more := "more candidate run(s) (perf.yaml repeat)"
 	if j.paired {
 		what = fmt.Sprintf("%d pair(s)", j.m)
-		more = "more pair(s) (ab max_pairs, or a larger budget)"
 	}
 	d := FormatDelta(r)
 	if !iv.bounded {
@@ -539,11 +537,23 @@ func (j judge) settle(r Result, iv interval) (string, int) {
 	if w > limit || w < -limit {
 		lead = fmt.Sprintf("Δ %s is beyond the ±%s allowance but %s cannot tell it from noise", d, allowanceString(r), what)
 	}
-	switch {
-	case need > 0:
-		return fmt.Sprintf("%s: about %d %s would settle it if the change stays where it is", lead, need, more), need
-	case !j.paired && j.k < 10:
-		return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: record more baseline runs (%d now)", lead, j.k), 0
+	if need > 0 {
+		how := fmt.Sprintf("candidate run(s) (perf.yaml repeat: %d)", j.m+need)
+		if j.paired {
+			how = fmt.Sprintf("pair(s) (ab -max-pairs %d, or a larger budget)", j.m+need)
+		}
+		return fmt.Sprintf("%s: about %d more %s would settle it if the change stays where it is", lead, need, how), need
+	}
+	if !j.paired {
+		// More candidate runs cannot narrow the interval below what the
+		// baseline's K runs allow: more runs on both sides.
+		for n := 1; n <= maxMore; n++ {
+			k, m := j.k+n, j.m+n
+			hw := TQuantile(1-j.alpha/2, float64(k+m-2)) * j.sd * math.Sqrt(1/float64(k)+1/float64(m))
+			if decideAt(j, iv.est, hw) != Inconclusive {
+				return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: about %d more run(s) on each side (gpugate baseline refresh -runs %d; perf.yaml repeat: %d) would settle it if the change stays where it is", lead, n, n, m), n
+			}
+		}
 	}
 	return fmt.Sprintf("%s, and %d more runs would not either: the change sits at the allowance", lead, maxMore), 0
 }

@@ -147,9 +147,16 @@ func TestCompare(t *testing.T) {
 	if !strings.Contains(r.Reason, "record ≥ 3 baseline runs") || r.NeedRuns < 1 {
 		t.Errorf("1 vs 1: reason %q, need %d", r.Reason, r.NeedRuns)
 	}
-	r = Compare(timeSpec, runs(rng, 5, 20, 100, 0.05, 0.02), runs(rng, 1, 20, 113, 0, 0.02), DefaultThresholds)
-	if r.Verdict == Inconclusive && !strings.Contains(r.Reason, "more candidate run(s)") {
-		t.Errorf("near the allowance: reason %q says nothing in runs", r.Reason)
+	// Inconclusive cases say what would settle them in runs (or that
+	// no number of runs would, at the allowance), never in steps.
+	for _, level := range []float64{105, 108, 113, 125} {
+		r = Compare(timeSpec, runs(rng, 3, 20, 100, 0.08, 0.02), runs(rng, 1, 20, level, 0, 0.02), DefaultThresholds)
+		if r.Verdict == Inconclusive && (!strings.Contains(r.Reason, "run(s)") || strings.Contains(r.Reason, "step")) {
+			t.Errorf("Δ %s: reason %q says nothing in runs", FormatDelta(r), r.Reason)
+		}
+		if r.Verdict == Inconclusive && strings.Contains(r.Reason, "would settle it") && r.NeedRuns < 1 {
+			t.Errorf("Δ %s: reason %q but need_runs %d", FormatDelta(r), r.Reason, r.NeedRuns)
+		}
 	}
 }
 
