@@ -57,8 +57,11 @@ type Outcome struct {
 type inputs struct {
 	phase, mode, config, workload, db, baseBranch, comment, result, token, acceptLabel, bot, prInfo string
 	alert, webhook                                                                                  string // refresh mode's alert (alert.go)
-	failOnRegression, checkRun, cache                                                               bool
-	sizeCap                                                                                         int64 // bytes
+	// onInconclusive is what an inconclusive verdict does: fail, neutral
+	// (the default) or pass (inconclusiveOutcome).
+	onInconclusive                    string
+	failOnRegression, checkRun, cache bool
+	sizeCap                           int64 // bytes
 }
 
 func boolInput(v string, def bool) (bool, error) {
@@ -82,6 +85,11 @@ func readInputs(gha *IO) (inputs, error) {
 	def(&in.config, "perf.yaml")
 	def(&in.acceptLabel, "gpugate/accept-regression")
 	def(&in.bot, BotLogin)
+	in.onInconclusive = gha.Input("on-inconclusive")
+	def(&in.onInconclusive, "neutral")
+	if _, _, err := inconclusiveOutcome(in.onInconclusive); err != nil {
+		return in, err
+	}
 	in.alert, in.webhook = gha.Input("alert"), gha.Input("webhook")
 	def(&in.alert, "issue")
 	gha.Mask(in.webhook)
@@ -463,18 +471,43 @@ func postPhase(ctx context.Context, gha *IO, log io.Writer, getenv func(string) 
 		}
 	}
 	if in.checkRun && ev.HeadSHA != "" && in.token != "" {
-		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure", stats.Inconclusive: "neutral",
+		conclusion := map[stats.Verdict]string{stats.Pass: "success", stats.Regression: "failure",
 			stats.Accepted: "success", stats.NoBaseline: "neutral", stats.Improvement: "success"}[verdict]
+		if verdict == stats.Inconclusive {
+			conclusion, _, _ = inconclusiveOutcome(in.onInconclusive)
+		}
 		if c, err := newClient(getenv, in); err == nil {
 			if err := c.CheckRun(ctx, "gpugate / "+Slug(r.Workload), ev.HeadSHA, conclusion, "gpugate: "+string(verdict), string(md)); err != nil {
 				gha.Warning("gpugate: no check run", err.Error())
 			}
 		}
 	}
-	if !in.failOnRegression && (verdict == stats.Regression || verdict == stats.Inconclusive) {
+	if verdict == stats.Inconclusive {
+		if _, fail, _ := inconclusiveOutcome(in.onInconclusive); !fail {
+			return Outcome{Verdict: verdict}, nil
+		}
+	}
+	if !in.failOnRegression && verdict == stats.Regression {
 		return Outcome{Verdict: verdict}, nil
 	}
 	return Outcome{Verdict: verdict, Exit: true}, nil
+}
+
+// inconclusiveOutcome maps the on-inconclusive input to the check run's
+// conclusion and whether the step fails (exit 3): fail fails both; neutral
+// (the default) gives a neutral check and a green step, since the runs
+// could not decide and a red step would blame the pull request; pass
+// gives a successful check.
+func inconclusiveOutcome(mode string) (conclusion string, fail bool, err error) {
+	switch mode {
+	case "fail":
+		return "failure", true, nil
+	case "neutral", "":
+		return "neutral", false, nil
+	case "pass":
+		return "success", false, nil
+	}
+	return "", false, fmt.Errorf("input on-inconclusive: %q is not fail, neutral or pass", mode)
 }
 
 // readOnly explains, in the job summary, why there is no comment and how to

@@ -142,9 +142,13 @@ type Baseline struct {
 // AB configures gpugate ab, which runs the base and the head commit
 // interleaved on one machine.
 type AB struct {
-	// Pairs is how many base/head pairs are measured; default the
-	// workload's repeat, at least 3 (runs are the units compared).
+	// Pairs, when set, is a fixed number of base/head pairs, judged once;
+	// unset, ab samples until decided within MaxPairs and Budget.
 	Pairs int `yaml:"pairs"`
+	// MaxPairs bounds sequential sampling (default 10).
+	MaxPairs int `yaml:"max_pairs"`
+	// Budget bounds its wall time (default 10m).
+	Budget Duration `yaml:"budget"`
 	// Warmup runs one more pair first and discards it.
 	Warmup bool `yaml:"warmup"`
 	// Setup runs once on each side before its first run, in that side's
@@ -638,6 +642,9 @@ func (c *Config) validate() Errors {
 	if c.AB.Pairs > MaxRepeat {
 		line, col := c.Position("ab", "pairs")
 		errs = append(errs, &Error{File: c.File, Line: line, Col: col, Msg: fmt.Sprintf("ab.pairs must be at most %d (each pair is two runs of the whole job), not %d", MaxRepeat, c.AB.Pairs)})
+	}
+	if c.AB.MaxPairs < 0 || c.AB.MaxPairs == 1 {
+		bad(nil, "ab.max_pairs must be >= 2")
 	}
 	return errs
 }

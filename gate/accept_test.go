@@ -20,7 +20,11 @@ func TestGateListAndAccept(t *testing.T) {
 		}
 		return g
 	}
-	r := Compare([]Run{w4}, []Run{w0}, Options{})
+	// The capture three times as baseline runs: a spread of 0, so that
+	// the one candidate run is judged exactly (this tests the gate list
+	// and Accept, not the statistics).
+	w4x3 := []Run{w4, w4, w4}
+	r := Compare(w4x3, []Run{w0}, Options{})
 	if got := gates(r); !slices.Equal(got, []string{"step_time", "kernels", "cpu_wait", "sync_calls"}) {
 		t.Errorf("default gate metrics %v", got)
 	}
@@ -28,7 +32,7 @@ func TestGateListAndAccept(t *testing.T) {
 		t.Fatalf("num_workers 4 -> 0: %s, want regression", r.Verdict)
 	}
 	// Only kernels gate: the loader stall shows, but does not fail.
-	k := Compare([]Run{w4}, []Run{w0}, Options{Gate: []string{"kernels"}})
+	k := Compare(w4x3, []Run{w0}, Options{Gate: []string{"kernels"}})
 	if got := gates(k); !slices.Equal(got, []string{"kernels"}) || k.Verdict != stats.Pass {
 		t.Errorf("gate [kernels]: gates %v, verdict %s; want [kernels], pass", got, k.Verdict)
 	}
@@ -57,17 +61,22 @@ func TestCPUWaitMinimum(t *testing.T) {
 	m, _ := analysis.MetricByName("cpu_wait")
 	allow, minAbs := DefaultAllowance(m)
 	spec := stats.Spec{Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: true}
-	series := func(v float64) [][]float64 {
-		xs := make([]float64, 30)
-		for i := range xs {
-			xs[i] = v * (1 + 0.01*float64(i%5))
+	// k runs of 30 steps, run i's level off by 1% per run.
+	series := func(v float64, k int) [][]float64 {
+		var out [][]float64
+		for r := range k {
+			xs := make([]float64, 30)
+			for i := range xs {
+				xs[i] = v * (1 + 0.01*float64(r)) * (1 + 0.01*float64(i%5))
+			}
+			out = append(out, xs)
 		}
-		return [][]float64{xs}
+		return out
 	}
-	if r := stats.Compare(spec, series(0.2), series(0.3), stats.Thresholds{}); r.Verdict != stats.Pass || !r.Significant {
+	if r := stats.Compare(spec, series(0.2, 5), series(0.3, 1), stats.Thresholds{}); r.Verdict != stats.Pass || !r.Significant {
 		t.Errorf("0.2 -> 0.3 ms: %s (significant %v), want a significant pass", r.Verdict, r.Significant)
 	}
-	if r := stats.Compare(spec, series(2), series(6), stats.Thresholds{}); r.Verdict != stats.Regression {
+	if r := stats.Compare(spec, series(2, 5), series(6, 1), stats.Thresholds{}); r.Verdict != stats.Regression {
 		t.Errorf("2 -> 6 ms: %s, want regression", r.Verdict)
 	}
 }

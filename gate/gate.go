@@ -111,8 +111,8 @@ type Report struct {
 	// Mismatch lists how the two sides' hardware or profiler differ, when
 	// the comparison was made all the same (compare -allow-mismatch).
 	Mismatch []string `json:"mismatch"`
-	// SampleUnit is what the tests were over: "run" (each run's median
-	// step) or "step".
+	// SampleUnit is what the tests were over: "run" (each run's mean
+	// step) or "pair" (each A/B pair's log-ratio).
 	SampleUnit    string         `json:"sample_unit"`
 	Noise         string         `json:"noise"`
 	Metrics       []stats.Result `json:"metrics"`
@@ -142,6 +142,36 @@ type Report struct {
 	// Work is throughput and FLOPs side by side (work.go); null when
 	// neither side has them.
 	Work *WorkComparison `json:"work"`
+	// Sampling says how an A/B comparison sampled: how many pairs, in
+	// what order, and why it stopped; omitted elsewhere.
+	Sampling *Sampling `json:"sampling,omitempty"`
+}
+
+// Sampling is how gpugate ab sampled.
+type Sampling struct {
+	Pairs    int  `json:"pairs"`     // pairs measured (the warm-up pair not counted)
+	MinPairs int  `json:"min_pairs"` // the first look
+	MaxPairs int  `json:"max_pairs"`
+	Fixed    bool `json:"fixed"` // a fixed number of pairs, one look
+	// LookAlpha is the level of each look's interval (α over the looks).
+	LookAlpha float64  `json:"look_alpha"`
+	BudgetSec float64  `json:"budget_sec"` // 0: none
+	WallSec   float64  `json:"wall_sec"`
+	PairSec   float64  `json:"pair_sec"` // mean wall time of a pair
+	Order     []string `json:"order"`    // B1 H1 H2 B2 …, as run
+	Stopped   string   `json:"stopped"`  // why sampling stopped
+	// Advice says, for an inconclusive verdict, how many more pairs and
+	// minutes would settle it; omitted otherwise.
+	Advice string `json:"advice,omitempty"`
+}
+
+// String says it in a sentence.
+func (s *Sampling) String() string {
+	out := fmt.Sprintf("sampling: %d pair(s) of about %.0fs each, order %s; stopped: %s", s.Pairs, s.PairSec, strings.Join(s.Order, " "), s.Stopped)
+	if s.Advice != "" {
+		out += "; " + s.Advice
+	}
+	return out
 }
 
 // Acceptance records who accepted a regression, and which metrics.
@@ -516,21 +546,20 @@ func noise(rep *Report, th stats.Thresholds) (unit, text string) {
 	if st == nil {
 		return "", ""
 	}
-	minRuns := th.MinRuns
-	if minRuns == 0 {
-		minRuns = stats.DefaultThresholds.MinRuns
-	}
 	spread := func(s stats.Summary, side string) string {
 		if s.Runs < 2 {
-			return fmt.Sprintf("1 %s run", side)
+			return fmt.Sprintf("%d %s run", s.Runs, side)
 		}
-		return fmt.Sprintf("%d %s runs, whose median step times spread by %.1f%%", s.Runs, side, 100*s.Spread)
+		return fmt.Sprintf("%d %s runs, whose mean step times spread by %.1f%% (CV %.1f%%)", s.Runs, side, 100*s.Spread, 100*s.RunCV)
 	}
 	seen := spread(st.Baseline, "baseline") + ", " + spread(st.Candidate, "candidate")
-	if st.SampleUnit == stats.UnitRun {
-		return stats.UnitRun, fmt.Sprintf("runs as samples (each run's median step): %s; the intervals include that drift", seen)
+	if st.SampleUnit == stats.UnitPair {
+		return stats.UnitPair, fmt.Sprintf("A/B pairs as samples (each pair's log-ratio of mean step times, head/base): %s", seen)
 	}
-	return stats.UnitStep, fmt.Sprintf("steps as samples: %s; per-step samples cannot show run-to-run drift (captures of one configuration minutes apart differ by up to 17%%): use repeat >= %d and a baseline of >= %d runs", seen, minRuns, minRuns)
+	if st.Baseline.N+st.Candidate.N < 3 {
+		return stats.UnitRun, fmt.Sprintf("runs as samples (each run's mean step): %s; no run-to-run spread is known, so nothing can be judged: record >= 3 baseline runs", seen)
+	}
+	return stats.UnitRun, fmt.Sprintf("runs as samples (each run's mean step): %s; the intervals include that drift", seen)
 }
 
 // slowest returns, per step index of a run, the step of its slowest rank.
@@ -857,7 +886,9 @@ func (rep *Report) sortFindings() {
 
 // ExitCode maps a verdict to gpugate's exit status, the one place that
 // does (diff(1) style): 0 pass, improvement, accepted, and no-baseline
-// unless noBaselineFails; 1 regression; 2 inconclusive and anything else.
+// unless noBaselineFails; 1 regression; 3 inconclusive (the data could not
+// decide; a script can tell it from trouble); 2 anything else, and a
+// missing baseline that is configured to fail.
 func ExitCode(v stats.Verdict, noBaselineFails bool) int {
 	switch v {
 	case stats.Pass, stats.Improvement, stats.Accepted:
@@ -869,6 +900,8 @@ func ExitCode(v stats.Verdict, noBaselineFails bool) int {
 		return 0
 	case stats.Regression:
 		return 1
+	case stats.Inconclusive:
+		return 3
 	}
 	return 2
 }

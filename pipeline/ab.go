@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,9 +30,17 @@ type ABOptions struct {
 	// Head is the git revision of the head side; "" runs the working tree
 	// as it is, uncommitted changes included.
 	Head string
-	// Pairs is how many base/head pairs are measured (default: ab.pairs
-	// of perf.yaml, else the workload's repeat, at least 3).
+	// Pairs, when set (or ab.pairs of perf.yaml), is a fixed number of
+	// base/head pairs, judged once at the end. Unset, ab samples until
+	// decided: it adds pairs until the paired interval settles the verdict,
+	// MaxPairs pairs are measured or Budget is spent (ABPlan).
 	Pairs int
+	// MaxPairs bounds the pairs of sequential sampling (default: ab.max_pairs
+	// of perf.yaml, else DefaultMaxPairs).
+	MaxPairs int
+	// Budget bounds its wall time (default: ab.budget, else DefaultBudget):
+	// no pair is started that the mean pair so far says would end past it.
+	Budget time.Duration
 	// Warmup runs one more pair first and discards it.
 	Warmup bool
 	// Out is the artifacts folder; default .gpugate/runs/WORKLOAD/ab-TIME.
@@ -99,10 +108,13 @@ func isObjectID(s string) bool {
 	return true
 }
 
-// AB runs base and head interleaved — B H B H …, one warm-up pair first
-// when asked — on this machine in the same minutes, and compares them with
-// runs as units. The base side (and a head given as a revision) runs in a
-// git worktree that is removed afterwards.
+// AB runs base and head interleaved in alternating order — BH HB BH …,
+// one warm-up pair first when asked — on this machine in the same minutes,
+// and compares them pair by pair: the interval is over the per-pair
+// log-ratios head/base (stats.Thresholds.Paired). Unless a fixed number of
+// pairs is asked for, it adds pairs until the verdict is decided or the
+// plan's pairs or budget are spent (ABPlan). The base side (and a head
+// given as a revision) runs in a git worktree that is removed afterwards.
 func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
@@ -126,13 +138,8 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("ab: %s is outside the repository %s", c.File, root)
 	}
-	pairs := o.Pairs
-	if pairs == 0 {
-		pairs = c.AB.Pairs
-	}
-	if pairs == 0 {
-		pairs = max(w.Repeat, 3)
-	}
+	plan := NewABPlan(o.Pairs, o.MaxPairs, o.Budget, c)
+	pairs := plan.MaxPairs
 	if o.Out == "" {
 		if o.Out, err = runner.NewRunDir(filepath.Join(".gpugate", "runs"), w.Name, time.Now()); err != nil {
 			return nil, err
@@ -169,8 +176,8 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 			head.Ref = "working tree (uncommitted changes)"
 		}
 	}
-	fmt.Fprintf(o.Log, "gpugate: ab %s: base %s (%s) vs head %s (%s), %d pair(s)%s, interleaved on this machine\n", w.Name,
-		o.Base, Short(base.Commit), head.Ref, Short(head.Commit), pairs, map[bool]string{true: " after a warm-up pair", false: ""}[o.Warmup])
+	fmt.Fprintf(o.Log, "gpugate: ab %s: base %s (%s) vs head %s (%s), %s%s, interleaved on this machine in alternating order (BH HB BH ...)\n", w.Name,
+		o.Base, Short(base.Commit), head.Ref, Short(head.Commit), plan, map[bool]string{true: " after a warm-up pair", false: ""}[o.Warmup])
 
 	plans := map[string]*Plan{}
 	for _, s := range []*Side{&base, &head} {
@@ -195,17 +202,38 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		return nil, fmt.Errorf("ab: base and head see different machines (%s); both sides must run on one", strings.Join(plans["base"].FP.Diff(plans["head"].FP), "; "))
 	}
 
+	allow, err := Allowances(c)
+	if err != nil {
+		return nil, err
+	}
 	var baseRuns, headRuns []gate.Run
 	var baseConds, headConds []*gate.Conditions
 	var order []string
+	var rep *gate.Report
+	judge := func() *gate.Report {
+		r := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c),
+			Thresholds: stats.Thresholds{Alpha: plan.LookAlpha(), Paired: true}})
+		applyConditions(r, baseConds, headConds)
+		return r
+	}
 	first := 1
 	if o.Warmup {
 		first = 0
 	}
+	start := time.Now()
+	var measured time.Duration // wall time of the measured pairs
+	stopped := ""
 	for i := first; i <= pairs; i++ {
-		for _, s := range []*Side{&base, &head} {
+		if n := len(baseRuns); n > 0 && !plan.Fixed && plan.Budget > 0 {
+			if mean := measured / time.Duration(n); time.Since(start)+mean > plan.Budget {
+				stopped = fmt.Sprintf("budget spent: %d pair(s) in %s, and another (about %s) would pass the %s budget", n, time.Since(start).Round(time.Second), mean.Round(time.Second), plan.Budget)
+				break
+			}
+		}
+		pairStart := time.Now()
+		for _, s := range pairOrder(i, &base, &head) {
 			tag := strings.ToUpper(s.Name[:1]) + fmt.Sprint(i)
-			label := fmt.Sprintf("%s (pair %d/%d)", tag, i, pairs)
+			label := fmt.Sprintf("%s (pair %d, %s first)", tag, i, pairOrder(i, &base, &head)[0].Name)
 			if i == 0 {
 				tag, label = tag+"*", tag+" (warm-up, discarded)"
 			}
@@ -226,15 +254,51 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 				headConds = append(headConds, once.Conditions)
 			}
 		}
+		if i == 0 {
+			continue
+		}
+		measured += time.Since(pairStart)
+		if plan.Fixed || i < plan.MinPairs {
+			continue
+		}
+		rep = judge()
+		fmt.Fprintf(o.Log, "gpugate: ab look after %d pair(s) (α=%.3g): %s\n", i, plan.LookAlpha(), rep.Verdict)
+		if rep.Verdict != stats.Inconclusive {
+			stopped = fmt.Sprintf("decided after %d pair(s): %s", i, rep.Verdict)
+			break
+		}
 	}
+	if rep == nil || plan.Fixed {
+		rep = judge()
+	}
+	if stopped == "" {
+		stopped = fmt.Sprintf("%d pair(s), the most planned", len(baseRuns))
+		if plan.Fixed {
+			stopped = fmt.Sprintf("%d pair(s), fixed (ab.pairs / -pairs)", len(baseRuns))
+		}
+	}
+	smp := &gate.Sampling{Pairs: len(baseRuns), MaxPairs: plan.MaxPairs, MinPairs: plan.MinPairs, Fixed: plan.Fixed, LookAlpha: plan.LookAlpha(),
+		BudgetSec: plan.Budget.Seconds(), WallSec: time.Since(start).Seconds(), Order: order, Stopped: stopped}
+	if len(baseRuns) > 0 {
+		smp.PairSec = measured.Seconds() / float64(len(baseRuns))
+	}
+	if rep.Verdict == stats.Inconclusive {
+		need := 0
+		for _, m := range rep.Metrics {
+			if m.Gate && m.Verdict == stats.Inconclusive {
+				need = max(need, m.NeedRuns)
+			}
+		}
+		if need > 0 && smp.PairSec > 0 {
+			smp.Advice = fmt.Sprintf("about %d more pair(s) would settle it, about %.0f more minute(s) of this machine: -max-pairs %d -budget %s",
+				need, math.Ceil(float64(need)*smp.PairSec/60), len(baseRuns)+need, (time.Duration(smp.WallSec+float64(need)*smp.PairSec*1.2)*time.Second).Round(time.Minute)+time.Minute)
+		}
+	}
+	rep.Sampling = smp
+	rep.Noise += "; " + smp.String()
 	fmt.Fprintf(o.Log, "gpugate: ab order: %s\n", strings.Join(order, " "))
-	allow, err := Allowances(c)
-	if err != nil {
-		return nil, err
-	}
-	rep := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c)})
-	applyConditions(rep, baseConds, headConds)
-	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine (%s); no stored baseline took part, so no fingerprint mismatch is possible",
+	fmt.Fprintf(o.Log, "gpugate: ab stopped: %s\n", stopped)
+	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine in alternating order (%s); no stored baseline took part, so no fingerprint mismatch is possible",
 		Short(base.Commit), Short(head.Commit), strings.Join(order, " "))}, rep.Warnings...)
 	// The versions each side's training processes reported (ranks.go): a
 	// head that changes torch is what A/B measures, but the reader must
@@ -247,4 +311,88 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	}
 	desc := fmt.Sprintf("A/B: %s@%s, %d run(s) interleaved with head", o.Base, Short(base.Commit), len(baseRuns))
 	return &Outcome{Workload: w.Name, Report: rep, Base: baseRuns, Cand: headRuns, Fingerprint: plans["head"].FP, Baseline: desc}, nil
+}
+
+// pairOrder is the order of pair i: base first in odd pairs (and the
+// warm-up pair 0), head first in even ones, so that whatever favours the
+// first or the second run of a pair (caches, clocks, thermals) favours
+// each side equally often.
+func pairOrder(i int, base, head *Side) []*Side {
+	if i%2 == 0 && i > 0 {
+		return []*Side{head, base}
+	}
+	return []*Side{base, head}
+}
+
+// Defaults of sequential A/B sampling.
+const (
+	DefaultMaxPairs = 10
+	DefaultBudget   = 10 * time.Minute
+	// DefaultMinPairs is the first look: with fewer pairs the paired t
+	// interval at the looks' level is too wide to decide anything.
+	DefaultMinPairs = 3
+	// DefaultABAlpha is the two-sided level spent over all the looks: 2%,
+	// so that the chance of a false regression, one side of it, is at most
+	// 1% however many looks are made (Bonferroni), which is what issue 19
+	// asks of A/A. A fixed number of pairs looks once at the usual 5%.
+	DefaultABAlpha = 0.02
+)
+
+// ABPlan is how many pairs ab measures and how often it looks. Sampling
+// until decided is valid under optional stopping by alpha spending with
+// Bonferroni's bound: there is one planned look after each pair from
+// MinPairs to MaxPairs, each at α/looks (α = DefaultABAlpha, 2%), so the
+// chance that any look's interval misses the true change is at most α
+// however the looks turn out (stopping early, or at the budget, only skips
+// looks), and that of a false regression at most α/2 = 1%. docs/verdicts.md
+// gives the simulated rates.
+type ABPlan struct {
+	Fixed              bool // Pairs were asked for: one look, at the end, at α
+	MinPairs, MaxPairs int
+	Budget             time.Duration // 0: none
+	Alpha              float64
+}
+
+// NewABPlan makes the plan from the flags (0: unset) and perf.yaml.
+func NewABPlan(pairs, maxPairs int, budget time.Duration, c *config.Config) ABPlan {
+	p := ABPlan{Alpha: DefaultABAlpha, MinPairs: DefaultMinPairs, MaxPairs: maxPairs, Budget: budget}
+	if pairs == 0 && c != nil {
+		pairs = c.AB.Pairs
+	}
+	if pairs > 0 {
+		p.Fixed, p.MaxPairs, p.MinPairs, p.Budget, p.Alpha = true, pairs, pairs, 0, stats.DefaultThresholds.Alpha
+		return p
+	}
+	if p.MaxPairs == 0 && c != nil {
+		p.MaxPairs = c.AB.MaxPairs
+	}
+	if p.MaxPairs == 0 {
+		p.MaxPairs = DefaultMaxPairs
+	}
+	p.MinPairs = min(p.MinPairs, p.MaxPairs)
+	if p.Budget == 0 && c != nil {
+		p.Budget = time.Duration(c.AB.Budget)
+	}
+	if p.Budget == 0 {
+		p.Budget = DefaultBudget
+	}
+	return p
+}
+
+// Looks is the number of planned looks.
+func (p ABPlan) Looks() int {
+	if p.Fixed {
+		return 1
+	}
+	return p.MaxPairs - p.MinPairs + 1
+}
+
+// LookAlpha is the level of each look's interval.
+func (p ABPlan) LookAlpha() float64 { return p.Alpha / float64(p.Looks()) }
+
+func (p ABPlan) String() string {
+	if p.Fixed {
+		return fmt.Sprintf("%d pair(s)", p.MaxPairs)
+	}
+	return fmt.Sprintf("pairs until decided (%d to %d, budget %s, each of %d looks at α=%.3g)", p.MinPairs, p.MaxPairs, p.Budget, p.Looks(), p.LookAlpha())
 }

@@ -68,12 +68,12 @@ func delta(m stats.Result) string {
 
 // legend explains the Δ column and the verdicts, with the α and unit used.
 func legend(r *gate.Report) string {
-	unit := "steps"
-	if r.SampleUnit == stats.UnitRun {
-		unit = "runs (each run's median step)"
+	unit := "runs (each run's mean step; 1 candidate run is judged by its prediction interval against the baseline runs)"
+	if r.SampleUnit == stats.UnitPair {
+		unit = "A/B pairs (each pair's log-ratio head/base)"
 	}
-	return fmt.Sprintf("Δ: the Hodges–Lehmann shift from baseline to candidate in %% of the baseline median, with its %s interval; samples are %s. "+
-		"regression: the interval excludes 0 and the shift is beyond the allowance; pass: the interval stays within the allowance; otherwise inconclusive.",
+	return fmt.Sprintf("Δ: the change of the mean per step from baseline to candidate in %% of the baseline, with its %s interval (t, on the log scale); samples are %s. "+
+		"regression: the interval excludes 0 and the change is beyond the allowance; pass: the interval stays within the allowance; otherwise inconclusive.",
 		confidence(r.Alpha), unit)
 }
 
@@ -368,10 +368,10 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 }
 
 func unitWord(r *gate.Report) string {
-	if r.SampleUnit == stats.UnitRun {
-		return "runs"
+	if r.SampleUnit == stats.UnitPair {
+		return "pairs"
 	}
-	return "steps"
+	return "runs"
 }
 
 // allowance formats a metric's allowance: "15%", or the absolute minimum

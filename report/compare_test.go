@@ -51,14 +51,16 @@ const resnet = "kineto/kineto-tbplugin-resnet50-v100-legacy/"
 func TestCompareMarkdownGolden(t *testing.T) {
 	base := run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
-	rep := gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})
+	// The capture three times a side: runs with a spread of 0, so that
+	// the verdicts are exact (one run a side can judge nothing).
+	rep := gate.Compare([]gate.Run{base, base, base}, []gate.Run{head}, gate.Options{})
 	var buf bytes.Buffer
 	WriteCompareMarkdown(&buf, rep)
 	golden(t, "regression.md", buf.Bytes())
 	if buf.Len() > 65536 {
 		t.Errorf("comment is %d bytes, over GitHub's 65,536", buf.Len())
 	}
-	rep = gate.Compare([]gate.Run{head}, []gate.Run{base}, gate.Options{})
+	rep = gate.Compare([]gate.Run{head, head, head}, []gate.Run{base}, gate.Options{})
 	buf.Reset()
 	WriteCompareMarkdown(&buf, rep)
 	golden(t, "improvement.md", buf.Bytes())
@@ -68,7 +70,7 @@ func TestCompareJSONContract(t *testing.T) {
 	base := run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 	var buf bytes.Buffer
-	if err := WriteCompareJSON(&buf, gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})); err != nil {
+	if err := WriteCompareJSON(&buf, gate.Compare([]gate.Run{base, base, base}, []gate.Run{head}, gate.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any
@@ -82,12 +84,12 @@ func TestCompareJSONContract(t *testing.T) {
 	}
 	m := doc["metrics"].([]any)[0].(map[string]any)
 	check("metric", keys(m), "name", "unit", "direction", "baseline", "candidate", "sample_unit", "delta", "delta_ci", "delta_pct", "ci_pct", "confidence",
-		"allowance_pct", "min_abs", "p_value", "significant", "verdict", "gate", "reason", "why", "notes", "warnings")
-	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "steps", "runs", "run_spread")
+		"allowance_pct", "min_abs", "p_value", "significant", "verdict", "gate", "reason", "why", "notes", "warnings", "scale", "need_runs")
+	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "steps", "runs", "run_spread", "run_means", "run_cv")
 	if ci := m["ci_pct"].([]any); len(ci) != 2 || ci[0].(float64) > m["delta_pct"].(float64) || ci[1].(float64) < m["delta_pct"].(float64) {
 		t.Errorf("step_time ci_pct %v around delta_pct %v", ci, m["delta_pct"])
 	}
-	if doc["alpha"] != 0.05 || doc["sample_unit"] != "step" || m["why"] == "" {
+	if doc["alpha"] != 0.05 || doc["sample_unit"] != "run" || m["why"] == "" {
 		t.Errorf("alpha %v, sample_unit %v, why %q", doc["alpha"], doc["sample_unit"], m["why"])
 	}
 	check("kernels", keys(doc["kernels"].(map[string]any)), "added", "removed", "changed")
@@ -129,9 +131,9 @@ func TestCommentSize(t *testing.T) {
 func TestCommentGolden(t *testing.T) {
 	base := run(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
-	rep := gate.Compare([]gate.Run{base}, []gate.Run{head}, gate.Options{})
+	rep := gate.Compare([]gate.Run{base, base, base}, []gate.Run{head}, gate.Options{})
 	var buf bytes.Buffer
-	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 1 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB",
+	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 3 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB",
 		BaseSteps: StepSeries([]gate.Run{base}), CandSteps: StepSeries([]gate.Run{head})}
 	if err := WriteComment(&buf, rep, info); err != nil {
 		t.Fatal(err)

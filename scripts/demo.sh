@@ -16,13 +16,16 @@ db=.gpugate/demo-baseline.db
 rm -f "$db" "$db-wal" "$db-shm"
 cfg=examples/demo/perf.yaml
 
-echo "== 1. record a baseline of the healthy demo (on main)"
+echo "== 1. record a baseline of the healthy demo (on main): 5 runs, whose"
+echo "   spread is what one candidate run is judged against"
 GPUGATE_BRANCH=main bin/gpugate run -config $cfg -db $db -record-baseline
+GPUGATE_BRANCH=main bin/gpugate baseline refresh -config $cfg -db $db -runs 4
 
 echo
-echo "== 2. the same code again: the gate passes (on a noisy minute one run"
-echo "   against one cannot bound the drift: then it says inconclusive, exit 2,"
-echo "   and what would settle it; never a regression)"
+echo "== 2. the same code again: the gate passes (on a noisy machine the"
+echo "   prediction interval of one run against 5 may reach past the allowance:"
+echo "   then it says inconclusive, exit 3, and how many runs would settle it;"
+echo "   never a regression)"
 status=0
 bin/gpugate run -config $cfg -db $db || status=$?
 echo "gpugate run (again): exit $status"

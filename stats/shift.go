@@ -6,6 +6,9 @@ import (
 	"sync"
 )
 
+// Shift, with HodgesLehmann, serves the change points of the history
+// (changepoint.go); the gate itself judges run means (stats.go).
+//
 // Shift is the Hodges–Lehmann estimate of the shift between two samples —
 // the median of all pairwise differences y[j] - x[i] — and its
 // distribution-free confidence interval: the c-th smallest and c-th largest
@@ -191,17 +194,4 @@ func minSamples(n1, n2 int, alpha float64) int {
 		}
 	}
 	return 1000
-}
-
-func sortedFinite(xs []float64) (out []float64, dropped int) {
-	out = make([]float64, 0, len(xs))
-	for _, x := range xs {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			dropped++
-			continue
-		}
-		out = append(out, x)
-	}
-	slices.Sort(out)
-	return out, dropped
 }

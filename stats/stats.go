@@ -1,21 +1,20 @@
-// Package stats compares a metric's samples between a baseline and a
-// candidate and decides, from the Hodges–Lehmann shift and its
-// distribution-free confidence interval, whether it regressed, improved,
-// passed or cannot be judged yet (docs/verdicts.md). benchmath's
-// Mann–Whitney U test gives the p-value shown beside it. It knows nothing
-// of traces.
+// Package stats compares a metric's runs between a baseline and a
+// candidate and decides, from a t interval of the change of the runs'
+// mean per step on the log scale (the prediction interval of a new run
+// against the baseline's runs, or the paired interval of A/B log-ratios),
+// whether it regressed, improved, passed or cannot be judged yet
+// (docs/verdicts.md). It knows nothing of traces.
 package stats
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	moremath "github.com/aclements/go-moremath/stats"
-	"golang.org/x/perf/benchmath"
 )
 
 // Verdict is the outcome for one metric or a whole comparison.
@@ -53,33 +52,54 @@ type Spec struct {
 // Thresholds configure the tests, as benchmath.Thresholds does.
 type Thresholds struct {
 	Alpha float64 // significance level, 0.05 by default: intervals are 1-Alpha
-	// MinRuns is how many runs each side needs before the run (its median
-	// step) becomes the unit of the comparison; 3 by default.
-	MinRuns int
+	// Paired says that base[i] and cand[i] ran as a pair, in the same
+	// minutes of the same machine (gpugate ab): the interval is then over
+	// the per-pair log-ratios head/base. Without it, or when the two sides
+	// hold different numbers of runs, the runs are two independent samples.
+	Paired bool
 }
 
 // DefaultThresholds are the defaults.
-var DefaultThresholds = Thresholds{Alpha: 0.05, MinRuns: 3}
+var DefaultThresholds = Thresholds{Alpha: 0.05}
 
-// Units of a comparison: the samples the test and the interval are over.
+// Units of a comparison: the samples the interval is over. A step is never
+// one: steps of one run cannot show run-to-run drift.
 const (
-	UnitRun  = "run"  // one sample per run: its median step
-	UnitStep = "step" // one sample per step, the steps of every run pooled
+	UnitRun  = "run"  // one sample per run: its mean step
+	UnitPair = "pair" // one sample per A/B pair: log(head mean / base mean)
+)
+
+// Scales of a comparison.
+const (
+	// ScaleLog: the interval is computed on the log of the run means and
+	// reported as a ratio; used whenever every run mean is positive.
+	ScaleLog = "log"
+	// ScaleAbsolute: on the run means themselves; used when a run mean is
+	// 0 (a count such as sync_calls that is 0 in the baseline).
+	ScaleAbsolute = "absolute"
 )
 
 // Summary describes one side's samples.
 type Summary struct {
-	Median float64 `json:"median"` // of the steps, every run pooled
+	// Median, Mean, P90, Min and Max describe the steps of every run
+	// pooled, for people; the verdict rests on RunMeans.
+	Median float64 `json:"median"`
 	Mean   float64 `json:"mean"`
 	P90    float64 `json:"p90"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
-	N      int     `json:"n"` // samples in the test: runs or steps, as sample_unit says
+	N      int     `json:"n"` // samples in the interval: runs, or pairs
 	Steps  int     `json:"steps"`
 	Runs   int     `json:"runs"`
-	// Spread is the run-to-run spread: (max - min) / median of the run
-	// medians; 0 with one run.
+	// RunMeans is each run's mean per step over its measured steps, in
+	// the order of the runs: the samples of the comparison.
+	RunMeans []float64 `json:"run_means"`
+	// Spread is the run-to-run spread: (max - min) / mean of the run
+	// means; 0 with one run.
 	Spread float64 `json:"run_spread"`
+	// RunCV is the standard deviation of the run means over their mean; 0
+	// with one run.
+	RunCV float64 `json:"run_cv"`
 }
 
 // Result is the comparison of one metric.
@@ -89,14 +109,17 @@ type Result struct {
 	Direction string  `json:"direction"` // "lower" or "higher" is better
 	Baseline  Summary `json:"baseline"`
 	Candidate Summary `json:"candidate"`
-	// SampleUnit is UnitRun or UnitStep.
+	// SampleUnit is UnitRun or UnitPair; Scale is ScaleLog or
+	// ScaleAbsolute.
 	SampleUnit string `json:"sample_unit"`
-	// Delta is the Hodges–Lehmann shift from baseline to candidate in the
-	// metric's unit; DeltaLo and DeltaHi bound its confidence interval
-	// (±Inf when the samples are too few for one).
+	Scale      string `json:"scale"`
+	// Delta is the change of the mean per step from baseline to
+	// candidate in the metric's unit; DeltaLo and DeltaHi bound its
+	// confidence interval (±Inf when the runs are too few for one).
 	Delta, DeltaLo, DeltaHi float64 `json:"-"`
-	// DeltaPct, CILoPct and CIHiPct are the same relative to the baseline's
-	// median, in percent; ±Inf when that median is 0 and the change is not.
+	// DeltaPct, CILoPct and CIHiPct are the same relative to the baseline
+	// (its geometric mean of run means on the log scale), in percent; ±Inf
+	// when that is 0 and the change is not.
 	DeltaPct, CILoPct, CIHiPct float64 `json:"-"`
 	// Confidence is the level of the interval, 1 - α.
 	Confidence float64 `json:"confidence"`
@@ -104,57 +127,86 @@ type Result struct {
 	// MinAbs the smallest absolute change that counts.
 	AllowancePct float64 `json:"allowance_pct"`
 	MinAbs       float64 `json:"min_abs"`
-	// P is the two-sided Mann–Whitney U p-value (benchmath), for reference:
-	// the verdict comes from the interval, which excludes 0 exactly when the
-	// test is significant.
+	// P is the two-sided p-value of the same t statistic, for reference:
+	// the verdict comes from the interval.
 	P       float64 `json:"p_value"`
 	Verdict Verdict `json:"verdict"`
 	Gate    bool    `json:"gate"`
 	// Significant is true when the interval excludes 0.
 	Significant bool `json:"significant"`
 	// Reason says, for an inconclusive verdict, why and what would settle
-	// it.
-	Reason string `json:"reason"`
+	// it; NeedRuns is how many more runs (pairs, for UnitPair) on the
+	// candidate side the interval's width suggests would settle it, 0 when
+	// none would or it is not known.
+	Reason   string `json:"reason"`
+	NeedRuns int    `json:"need_runs"`
 	// Why explains a regression: the finding behind it, or where in the
 	// step the metric moved (set by package gate).
 	Why      string   `json:"why"`
 	Notes    []string `json:"notes"`
-	Warnings []string `json:"warnings"` // benchmath's, and dropped values
+	Warnings []string `json:"warnings"` // dropped values, and the like
 }
 
-// summarize describes the runs and returns the pooled steps and the run
-// medians, both sorted and finite.
-func summarize(runs [][]float64) (Summary, []float64, []float64, int) {
-	var all, medians []float64
+// summarize describes the runs and returns each run's mean per step, in
+// run order, NaN for a run without finite values.
+func summarize(runs [][]float64) (Summary, []float64, int) {
+	var all []float64
+	means := make([]float64, len(runs))
 	dropped := 0
-	for _, r := range runs {
+	for i, r := range runs {
 		s, d := sortedFinite(r)
 		dropped += d
+		means[i] = math.NaN()
 		if len(s) == 0 {
 			continue
 		}
 		all = append(all, s...)
-		medians = append(medians, quantile(s, 0.5))
+		means[i] = meanOf(s)
 	}
 	if len(all) == 0 {
-		return Summary{}, nil, nil, dropped
+		return Summary{RunMeans: []float64{}}, means, dropped
 	}
 	slices.Sort(all)
-	slices.Sort(medians)
-	var sum float64
-	for _, x := range all {
-		sum += x
-	}
+	rm := finite(means)
 	s := Summary{
-		Median: quantile(all, 0.5), Mean: sum / float64(len(all)), P90: quantile(all, 0.9),
-		Min: all[0], Max: all[len(all)-1], Steps: len(all), Runs: len(medians),
+		Median: quantile(all, 0.5), Mean: meanOf(all), P90: quantile(all, 0.9),
+		Min: all[0], Max: all[len(all)-1], Steps: len(all), Runs: len(rm), RunMeans: rm,
 	}
-	if len(medians) > 1 {
-		if m := quantile(medians, 0.5); m != 0 {
-			s.Spread = (medians[len(medians)-1] - medians[0]) / math.Abs(m)
+	if len(rm) > 1 {
+		if m := meanOf(rm); m != 0 {
+			s.Spread = (slices.Max(rm) - slices.Min(rm)) / math.Abs(m)
+			s.RunCV = math.Sqrt(sumSq(rm)/float64(len(rm)-1)) / math.Abs(m)
 		}
 	}
-	return s, all, medians, dropped
+	return s, means, dropped
+}
+
+func meanOf(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// sumSq is the sum of squared deviations from the mean.
+func sumSq(xs []float64) float64 {
+	m := meanOf(xs)
+	var s float64
+	for _, x := range xs {
+		s += (x - m) * (x - m)
+	}
+	return s
+}
+
+func finite(xs []float64) []float64 {
+	out := []float64{}
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Quantile returns the q-quantile of sorted xs, interpolating linearly
@@ -173,16 +225,6 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
 }
 
-// minP is the smallest two-sided p-value the U test can reach with samples
-// of sizes n1 and n2: 2 / C(n1+n2, n1).
-func minP(n1, n2 int) float64 {
-	// log C(n1+n2, n1) with lgamma to avoid overflow.
-	a, _ := math.Lgamma(float64(n1 + n2 + 1))
-	b, _ := math.Lgamma(float64(n1 + 1))
-	c, _ := math.Lgamma(float64(n2 + 1))
-	return math.Min(1, 2*math.Exp(-(a-b-c)))
-}
-
 // relative expresses an absolute change in percent of ref; ±Inf when ref
 // is 0 and the change is not.
 func relative(v, ref float64) float64 {
@@ -199,133 +241,326 @@ func relative(v, ref float64) float64 {
 	return 0
 }
 
-// Compare judges one metric from the interval of its change (docs/verdicts.md):
+// interval is a t interval for a difference of means: est ± t·se with df
+// degrees of freedom. Bounded is false when df < 1 (no spread known).
+type interval struct {
+	est, lo, hi, se float64
+	df              int
+	bounded         bool
+	p               float64
+}
+
+// twoSample is the interval for mean(y) - mean(x), x and y independent
+// samples with a common spread (the pooled variance). With one candidate
+// run (len(y) == 1) the spread is the baseline runs' alone and the
+// interval is the prediction interval of a new run against them:
+// ȳ - x̄ ± t(K-1)·s·√(1 + 1/K).
+func twoSample(x, y []float64, alpha float64) interval {
+	k, m := len(x), len(y)
+	d := meanOf(y) - meanOf(x)
+	df := k + m - 2
+	if df < 1 {
+		return interval{est: d, lo: math.Inf(-1), hi: math.Inf(1), se: math.Inf(1), p: 1}
+	}
+	se := math.Sqrt((sumSq(x)+sumSq(y))/float64(df)) * math.Sqrt(1/float64(k)+1/float64(m))
+	return withT(d, se, df, alpha)
+}
+
+// pairedT is the interval for the mean of y[i] - x[i] over the pairs.
+func pairedT(x, y []float64, alpha float64) interval {
+	ds := make([]float64, len(x))
+	for i := range x {
+		ds[i] = y[i] - x[i]
+	}
+	d := meanOf(ds)
+	n := len(ds)
+	if n < 2 {
+		return interval{est: d, lo: math.Inf(-1), hi: math.Inf(1), se: math.Inf(1), p: 1}
+	}
+	return withT(d, math.Sqrt(sumSq(ds)/float64(n-1)/float64(n)), n-1, alpha)
+}
+
+func withT(d, se float64, df int, alpha float64) interval {
+	iv := interval{est: d, se: se, df: df, bounded: true}
+	if se == 0 {
+		// Every run the same on both sides (a deterministic count): the
+		// difference is exact.
+		iv.lo, iv.hi, iv.p = d, d, 1
+		if d != 0 {
+			iv.p = 0
+		}
+		return iv
+	}
+	t := TQuantile(1-alpha/2, float64(df))
+	iv.lo, iv.hi = d-t*se, d+t*se
+	iv.p = 2 * (1 - moremath.TDist{V: float64(df)}.CDF(math.Abs(d)/se))
+	return iv
+}
+
+// TQuantile returns the p-quantile of Student's t distribution with df
+// degrees of freedom, for p in (0.5, 1): bisection on go-moremath's CDF,
+// which has no inverse. 200 halvings reach adjacent floats.
+func TQuantile(p, df float64) float64 {
+	type key struct{ p, df float64 }
+	if v, ok := tCache.Load(key{p, df}); ok {
+		return v.(float64)
+	}
+	q := tQuantile(p, df)
+	tCache.Store(key{p, df}, q)
+	return q
+}
+
+// tCache holds the quantiles asked for: a comparison asks for a handful,
+// the same ones again and again.
+var tCache sync.Map
+
+func tQuantile(p, df float64) float64 {
+	dist := moremath.TDist{V: df}
+	lo, hi := 0.0, 1.0
+	for dist.CDF(hi) < p && hi < 1e12 {
+		lo, hi = hi, 2*hi
+	}
+	for range 200 {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if dist.CDF(mid) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+// decide is the gate rule on the worse-is-positive scale: w is the
+// estimate, [lo, hi] its interval, limit the allowance (docs/verdicts.md).
+func decide(w, lo, hi, limit float64, bounded bool) Verdict {
+	switch {
+	case bounded && lo > 0 && w > limit:
+		return Regression
+	case bounded && hi < 0 && -w > limit:
+		return Improvement
+	case bounded && hi <= limit && math.Abs(w) <= limit:
+		return Pass
+	}
+	return Inconclusive
+}
+
+// judge maps an interval on the comparison's scale to the result's
+// fields and the verdict.
+type judge struct {
+	spec    Spec
+	log     bool
+	ref     float64 // the baseline: geometric mean (log) or mean (absolute) of its run means
+	sign    float64
+	paired  bool
+	k, m    int // baseline and candidate runs (pairs: m == k)
+	sd      float64
+	alpha   float64
+	bounded bool
+}
+
+// worse converts an interval to the worse-is-positive scale with its
+// limit: fractions of the baseline on the log scale, the metric's unit
+// otherwise.
+func (j judge) worse(est, lo, hi float64) (w, a, b, limit float64) {
+	if j.log {
+		w, a, b = j.sign*math.Expm1(est), j.sign*math.Expm1(lo), j.sign*math.Expm1(hi)
+		limit = math.Max(j.spec.Allowance, j.spec.MinAbs/math.Abs(j.ref))
+	} else {
+		w, a, b = j.sign*est, j.sign*lo, j.sign*hi
+		limit = math.Max(j.spec.Allowance*math.Abs(j.ref), j.spec.MinAbs)
+	}
+	if a > b {
+		a, b = b, a
+	}
+	return w, a, b, limit
+}
+
+// Compare judges one metric (docs/verdicts.md). base and cand hold
+// per-step values, one slice per run, ranks already combined; each run
+// contributes its mean per step. The interval is a t interval on the log
+// of the run means (on the means themselves when one is 0):
 //
-//   - regression: the interval lies on the worse side of 0 (significant) and
-//     the estimated change is worse than the allowance;
-//   - improvement: the same on the better side;
-//   - pass: the interval bounds the worse change within the allowance and
-//     the estimate is within it on both sides;
-//   - inconclusive otherwise, with the reason and what would settle it.
+//   - unpaired (stored baseline): the pooled two-sample interval, which
+//     for one candidate run is the prediction interval of a new run
+//     against the baseline's K runs;
+//   - paired (th.Paired, gpugate ab): the interval of the mean per-pair
+//     log-ratio head/base.
 //
-// A change estimated beyond the allowance is never a pass. base and cand
-// hold per-step samples, one slice per run, ranks already combined. With
-// at least th.MinRuns runs on both sides each run's median step is one
-// sample, so the verdict covers run-to-run drift; otherwise the steps of
-// every run are pooled and a note says what that cannot see.
+// Then regression: the interval lies on the worse side of 0 and the
+// estimate is worse than the allowance; improvement: the same on the
+// better side; pass: the interval bounds the worse change within the
+// allowance and the estimate is within it; inconclusive otherwise, with
+// the reason and what would settle it, in runs. A change estimated beyond
+// the allowance is never a pass.
 func Compare(spec Spec, base, cand [][]float64, th Thresholds) Result {
 	if th.Alpha == 0 {
 		th.Alpha = DefaultThresholds.Alpha
 	}
-	if th.MinRuns == 0 {
-		th.MinRuns = DefaultThresholds.MinRuns
-	}
 	r := Result{Name: spec.Name, Unit: spec.Unit, Gate: spec.Gate, Direction: "lower", P: 1, Notes: []string{}, Warnings: []string{},
-		Confidence: 1 - th.Alpha, MinAbs: spec.MinAbs, AllowancePct: 100 * spec.Allowance}
+		Confidence: 1 - th.Alpha, MinAbs: spec.MinAbs, AllowancePct: 100 * spec.Allowance, SampleUnit: UnitRun, Scale: ScaleLog}
 	if spec.Better > 0 {
 		r.Direction = "higher"
 	}
-	var bSteps, cSteps, bRuns, cRuns []float64
+	var bm, cm []float64
 	var bd, cd int
-	r.Baseline, bSteps, bRuns, bd = summarize(base)
-	r.Candidate, cSteps, cRuns, cd = summarize(cand)
+	r.Baseline, bm, bd = summarize(base)
+	r.Candidate, cm, cd = summarize(cand)
 	if bd+cd > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d+%d non-finite values left out", bd, cd))
 	}
-	bs, cs := bSteps, cSteps
-	r.SampleUnit = UnitStep
-	if r.Baseline.Runs >= th.MinRuns && r.Candidate.Runs >= th.MinRuns {
-		r.SampleUnit = UnitRun
-		bs, cs = bRuns, cRuns
-	} else if len(bs) > 0 && len(cs) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("steps as samples (%d+%d runs, fewer than %d on a side): the interval covers step-to-step noise, not run-to-run drift", r.Baseline.Runs, r.Candidate.Runs, th.MinRuns))
+	paired := th.Paired && len(bm) == len(cm)
+	var x, y []float64
+	if paired {
+		r.SampleUnit = UnitPair
+		for i := range bm {
+			if !math.IsNaN(bm[i]) && !math.IsNaN(cm[i]) {
+				x, y = append(x, bm[i]), append(y, cm[i])
+			}
+		}
+	} else {
+		x, y = finite(bm), finite(cm)
 	}
-	r.Baseline.N, r.Candidate.N = len(bs), len(cs)
-	if len(bs) == 0 || len(cs) == 0 {
+	r.Baseline.N, r.Candidate.N = len(x), len(y)
+	if len(x) == 0 || len(y) == 0 {
 		r.Verdict = Inconclusive
 		r.DeltaLo, r.DeltaHi, r.CILoPct, r.CIHiPct = math.Inf(-1), math.Inf(1), math.Inf(-1), math.Inf(1)
-		r.Reason = "no samples on one side"
+		r.Reason = "no runs with values on one side"
 		return r
 	}
-	ref := quantile(bs, 0.5)
-	sh := HodgesLehmann(bs, cs, th.Alpha)
-	r.Delta, r.DeltaLo, r.DeltaHi = sh.Estimate, sh.Lo, sh.Hi
-	r.DeltaPct, r.CILoPct, r.CIHiPct = relative(sh.Estimate, ref), relative(sh.Lo, ref), relative(sh.Hi, ref)
-
-	thr := benchmath.Thresholds{CompareAlpha: th.Alpha}
-	c := benchmath.AssumeNothing.Compare(benchmath.NewSample(slices.Clone(bs), &thr), benchmath.NewSample(slices.Clone(cs), &thr))
-	r.P = c.P
-	for _, w := range c.Warnings {
-		// Identical samples are not a problem here: their interval is
-		// exact, [0, 0] when both sides hold one same value.
-		if !errors.Is(w, moremath.ErrSamplesEqual) {
-			r.Warnings = append(r.Warnings, w.Error())
+	j := judge{spec: spec, log: true, sign: 1, paired: paired, k: len(x), m: len(y), alpha: th.Alpha}
+	if spec.Better > 0 {
+		j.sign = -1
+	}
+	for _, v := range append(slices.Clone(x), y...) {
+		if v <= 0 {
+			j.log = false
 		}
 	}
-
-	// Work on the worse-is-positive scale: w is the estimate, [lo, hi] the
-	// interval, limit the allowance in the metric's unit.
-	sign := 1.0
-	if spec.Better > 0 {
-		sign = -1
+	tx, ty := x, y
+	if j.log {
+		tx, ty = logs(x), logs(y)
+		j.ref = math.Exp(meanOf(tx))
+	} else {
+		r.Scale = ScaleAbsolute
+		j.ref = meanOf(x)
 	}
-	w, lo, hi := sign*sh.Estimate, sign*sh.Lo, sign*sh.Hi
-	if lo > hi {
-		lo, hi = hi, lo
+	var iv interval
+	if paired {
+		iv = pairedT(tx, ty, th.Alpha)
+	} else {
+		iv = twoSample(tx, ty, th.Alpha)
 	}
-	limit := math.Max(spec.Allowance*math.Abs(ref), spec.MinAbs)
-	r.Significant = sh.Bounded && (lo > 0 || hi < 0)
-	switch {
-	case sh.Bounded && lo > 0 && w > limit:
-		r.Verdict = Regression
-	case sh.Bounded && hi < 0 && -w > limit:
-		r.Verdict = Improvement
-	case sh.Bounded && hi <= limit && math.Abs(w) <= limit:
-		r.Verdict = Pass
-	default:
-		r.Verdict = Inconclusive
-		r.Reason = settle(r, w, lo, hi, limit, sh.Bounded, th)
+	j.bounded = iv.bounded
+	if iv.df > 0 {
+		j.sd = iv.se / j.seFactor(j.m)
+	}
+	r.P = iv.p
+	if j.log {
+		r.Delta, r.DeltaPct = j.ref*math.Expm1(iv.est), 100*math.Expm1(iv.est)
+		if iv.bounded {
+			r.DeltaLo, r.DeltaHi = j.ref*math.Expm1(iv.lo), j.ref*math.Expm1(iv.hi)
+			r.CILoPct, r.CIHiPct = 100*math.Expm1(iv.lo), 100*math.Expm1(iv.hi)
+		}
+	} else {
+		r.Delta, r.DeltaLo, r.DeltaHi = iv.est, iv.lo, iv.hi
+		r.DeltaPct, r.CILoPct, r.CIHiPct = relative(iv.est, j.ref), relative(iv.lo, j.ref), relative(iv.hi, j.ref)
+	}
+	if !iv.bounded {
+		r.DeltaLo, r.DeltaHi, r.CILoPct, r.CIHiPct = math.Inf(-1), math.Inf(1), math.Inf(-1), math.Inf(1)
+	}
+	w, lo, hi, limit := j.worse(iv.est, iv.lo, iv.hi)
+	r.Significant = iv.bounded && (lo > 0 || hi < 0)
+	r.Verdict = decide(w, lo, hi, limit, iv.bounded)
+	if r.Verdict == Inconclusive {
+		r.Reason, r.NeedRuns = j.settle(r, iv)
 	}
 	return r
 }
 
-// settle says why a comparison is inconclusive and what would settle it:
-// more samples, by how many the interval's width suggests (it narrows as
-// 1/√n).
-func settle(r Result, w, lo, hi, limit float64, bounded bool, th Thresholds) string {
-	nb, nc := r.Baseline.N, r.Candidate.N
-	what := fmt.Sprintf("n=%d+%d %ss", nb, nc, r.SampleUnit)
-	more := func(n int) string {
-		if r.SampleUnit == UnitRun {
-			return fmt.Sprintf("repeat ≥ %d runs per side", n)
-		}
-		return fmt.Sprintf("measure ≥ %d steps per side, or repeat ≥ %d runs on both sides", n, th.MinRuns)
+func logs(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Log(x)
+	}
+	return out
+}
+
+// seFactor is se/sd for m candidate runs (pairs).
+func (j judge) seFactor(m int) float64 {
+	if j.paired {
+		return 1 / math.Sqrt(float64(m))
+	}
+	return math.Sqrt(1/float64(j.k) + 1/float64(m))
+}
+
+// df is the degrees of freedom with m candidate runs (pairs).
+func (j judge) df(m int) int {
+	if j.paired {
+		return m - 1
+	}
+	return j.k + m - 2
+}
+
+// maxMore bounds the runs NeedRuns suggests.
+const maxMore = 30
+
+// settle says why a comparison is inconclusive and what would settle it,
+// in runs: the smallest number of more candidate runs (pairs) whose
+// interval, as wide as this spread makes it, would decide, if the
+// estimate stayed where it is.
+func (j judge) settle(r Result, iv interval) (string, int) {
+	what := fmt.Sprintf("%d baseline run(s) and %d candidate run(s)", j.k, j.m)
+	if j.paired {
+		what = fmt.Sprintf("%d pair(s)", j.m)
 	}
 	d := FormatDelta(r)
-	if !bounded {
-		return fmt.Sprintf("Δ %s but %s cannot bound any change at α=%.2g: %s", d, what, th.Alpha, more(minSamples(nb, nc, th.Alpha)))
+	if !iv.bounded {
+		if j.paired {
+			return fmt.Sprintf("Δ %s but %s show no pair-to-pair spread: run ≥ 3 pairs", d, what), 3 - j.m
+		}
+		return fmt.Sprintf("Δ %s but %s show no run-to-run spread, without which no change can be judged: record ≥ 3 baseline runs (repeat: 3 on the base branch, or gpugate baseline record) and compare again", d, what), max(1, 3-j.k)
 	}
-	// The interval must move off 0 (estimate beyond the allowance) or
-	// below the allowance (estimate within it): f is how much narrower.
-	var f float64
-	switch {
-	case w > limit:
-		f = (w - lo) / w
-	case w < -limit:
-		f = (hi - w) / -w
-	case limit > w:
-		f = (hi - w) / (limit - w)
+	w, _, _, limit := j.worse(iv.est, iv.lo, iv.hi)
+	need := 0
+	for n := j.m + 1; n <= j.m+maxMore; n++ {
+		hw := TQuantile(1-j.alpha/2, float64(j.df(n))) * j.sd * j.seFactor(n)
+		if v := decideAt(j, iv.est, hw); v != Inconclusive {
+			need = n - j.m
+			break
+		}
 	}
-	need := ""
-	if f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
-		n := int(math.Ceil(float64(max(nb, nc)) * f * f * 1.1))
-		need = ": " + more(min(max(n, max(nb, nc)+1), 100000))
+	lead := fmt.Sprintf("Δ %s, but with %s the interval does not rule out a change beyond the ±%s allowance", d, what, allowanceString(r))
+	if w > limit || w < -limit {
+		lead = fmt.Sprintf("Δ %s is beyond the ±%s allowance but %s cannot tell it from noise", d, allowanceString(r), what)
 	}
-	switch {
-	case w > limit || w < -limit:
-		return fmt.Sprintf("Δ %s is beyond the ±%s allowance but %s cannot tell it from noise%s", d, allowanceString(r), what, need)
+	if need > 0 {
+		how := fmt.Sprintf("candidate run(s) (perf.yaml repeat: %d)", j.m+need)
+		if j.paired {
+			how = fmt.Sprintf("pair(s) (ab -max-pairs %d, or a larger budget)", j.m+need)
+		}
+		return fmt.Sprintf("%s: about %d more %s would settle it if the change stays where it is", lead, need, how), need
 	}
-	return fmt.Sprintf("Δ %s, but with %s the interval does not rule out a change beyond the ±%s allowance%s", d, what, allowanceString(r), need)
+	if !j.paired {
+		// More candidate runs cannot narrow the interval below what the
+		// baseline's K runs allow: more runs on both sides.
+		for n := 1; n <= maxMore; n++ {
+			k, m := j.k+n, j.m+n
+			hw := TQuantile(1-j.alpha/2, float64(k+m-2)) * j.sd * math.Sqrt(1/float64(k)+1/float64(m))
+			if decideAt(j, iv.est, hw) != Inconclusive {
+				return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: about %d more run(s) on each side (gpugate baseline refresh -runs %d; perf.yaml repeat: %d) would settle it if the change stays where it is", lead, n, n, m), n
+			}
+		}
+	}
+	return fmt.Sprintf("%s, and %d more runs would not either: the change sits at the allowance", lead, maxMore), 0
+}
+
+func decideAt(j judge, est, hw float64) Verdict {
+	w, lo, hi, limit := j.worse(est, est-hw, est+hw)
+	return decide(w, lo, hi, limit, true)
 }
 
 func allowanceString(r Result) string {
@@ -397,4 +632,19 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		CIPct    [2]jsonNum `json:"ci_pct"`
 	}{plain: plain(r), Delta: jsonNum(r.Delta), DeltaCI: [2]jsonNum{jsonNum(r.DeltaLo), jsonNum(r.DeltaHi)},
 		DeltaPct: jsonNum(r.DeltaPct), CIPct: [2]jsonNum{jsonNum(r.CILoPct), jsonNum(r.CIHiPct)}})
+}
+
+// sortedFinite returns the finite values of xs, sorted, and how many were
+// left out.
+func sortedFinite(xs []float64) (out []float64, dropped int) {
+	out = make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			dropped++
+			continue
+		}
+		out = append(out, x)
+	}
+	slices.Sort(out)
+	return out, dropped
 }

@@ -14,16 +14,28 @@ import (
 )
 
 var abCmd = &command{
-	usage: "ab -config perf.yaml -base REF [-head REF] [-workload NAME] [-pairs N] [-warmup] [-format text|markdown|json] [-out DIR]",
+	usage: "ab -config perf.yaml -base REF [-head REF] [-workload NAME] [-pairs N | -max-pairs N -budget 10m] [-warmup] [-format text|markdown|json] [-out DIR]",
 	short: "run the base and the head commit interleaved on this machine and compare them (no stored baseline)",
 	long: `
 Ab answers "on this very machine, right now, is head slower than base?". It
 checks the base revision out into a temporary git worktree (and the head
 revision too when -head is given; without it the head is the working tree
-as it is), runs the workload on both sides interleaved — base, head, base,
-head, … for N pairs, after one discarded warm-up pair with -warmup — and
-compares the two sides with each run as a unit, as compare -runs does. The
-log shows the order the runs were made in.
+as it is), runs the workload on both sides interleaved in pairs whose order
+alternates — base then head, head then base, … (BH HB BH …), after one
+discarded warm-up pair with -warmup — and judges the pairs: each pair's
+log-ratio of mean step times (and of every metric), head over base, and a
+paired t interval over the pairs.
+
+By default ab samples until decided: after the 3rd pair and each pair after
+it, it looks at the interval and stops as soon as it settles the verdict
+(beyond the allowance: regression; within it: pass), or when 10 pairs
+(-max-pairs, ab.max_pairs) are measured or the next pair would end past the
+10-minute budget (-budget, ab.budget). Each look is made at 2% divided by the
+number of planned looks (8 by default: α=0.0025 each), so that looking
+repeatedly does not add false alarms: a false regression happens at most 1%
+of the time, however many looks are made. -pairs N (ab.pairs) measures exactly N
+pairs and looks once, at α. The report and the log say the order the runs
+were made in, how many pairs were needed and why sampling stopped.
 
 The head's perf.yaml defines the workload for both sides, so that both run
 the same command; each side runs in its own checkout. perf.yaml's
@@ -32,13 +44,15 @@ first run (e.g. pip install -e .). Nothing is read from or written to the
 baseline store, and both sides share one machine: no fingerprint mismatch
 is possible.
 
-Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
+` + exitStatusHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
 		workload := fs.String("workload", "", "the workload to run (default: the only one)")
 		base := fs.String("base", "", "the base `revision` (branch, tag or commit)")
 		head := fs.String("head", "", "the head `revision` (default: the working tree)")
-		pairs := fs.Int("pairs", 0, "base/head `pairs` to run (default: ab.pairs of perf.yaml, else the workload's repeat, at least 3)")
+		pairs := fs.Int("pairs", 0, "a fixed number of base/head `pairs`, judged once (default: ab.pairs of perf.yaml, else sample until decided)")
+		maxPairs := fs.Int("max-pairs", 0, "the most `pairs` to sample until decided (default: ab.max_pairs of perf.yaml, else 10)")
+		budget := fs.Duration("budget", 0, "wall-time `budget` of sampling until decided (default: ab.budget of perf.yaml, else 10m)")
 		warmup := fs.Bool("warmup", false, "run one more pair first and discard it (default: ab.warmup of perf.yaml)")
 		format := fs.String("format", "text", "output `format`: text, markdown or json")
 		outDir := fs.String("out", "", "artifacts `folder` (default .gpugate/runs/WORKLOAD/ab-TIME)")
@@ -53,6 +67,12 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 			if *pairs < 0 {
 				return usagef("-pairs must be at least 1")
 			}
+			if *maxPairs < 0 || *maxPairs == 1 {
+				return usagef("-max-pairs must be at least 2")
+			}
+			if *budget < 0 {
+				return usagef("-budget must not be negative")
+			}
 			switch *format {
 			case "text", "markdown", "json":
 			default:
@@ -66,7 +86,7 @@ Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.`,
 			if err != nil {
 				return err
 			}
-			oc, err := pipeline.AB(ctx, pipeline.ABOptions{Config: c, Workload: w, Base: *base, Head: *head, Pairs: *pairs,
+			oc, err := pipeline.AB(ctx, pipeline.ABOptions{Config: c, Workload: w, Base: *base, Head: *head, Pairs: *pairs, MaxPairs: *maxPairs, Budget: *budget,
 				Warmup: *warmup || c.AB.Warmup, Out: *outDir, Nsys: nsysFlag(*nsysPath), Stdout: stdout, Log: stderr})
 			if err != nil {
 				return err

@@ -18,7 +18,9 @@ var actionCmd = &command{
 Action is what action.yml runs. It reads its inputs from GPUGATE_* variables
 (composite steps get no INPUT_* on the real runner): GPUGATE_CONFIG,
 GPUGATE_WORKLOAD, GPUGATE_BASELINE_DB, GPUGATE_BASE_BRANCH, GPUGATE_MODE (pr,
-refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_COMMENT (always,
+refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_ON_INCONCLUSIVE
+(fail, neutral or pass: an inconclusive verdict fails the step only with
+fail), GPUGATE_COMMENT (always,
 on-regression, never), GPUGATE_CHECK_RUN, GPUGATE_ACCEPT_LABEL,
 GPUGATE_BOT_LOGIN, GPUGATE_TRACE_SIZE_CAP (MB), GPUGATE_CACHE, GPUGATE_RESULT
 and GPUGATE_GITHUB_TOKEN. GPUGATE_PHASE picks one step of action.yml:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,9 +64,14 @@ func newActionFixture(t *testing.T) *actionFixture {
 	dir := t.TempDir()
 	f := &actionFixture{db: filepath.Join(dir, "b.db")}
 	t.Setenv("GPUGATE_BRANCH", "main")
-	var o, e bytes.Buffer
-	if code := gpugate(context.Background(), []string{"run", "-config", fakeJobConfig(t, dir, nw4), "-db", f.db, "-out", filepath.Join(dir, "rec"), "-record-baseline"}, &o, &e); code != 0 {
-		t.Fatalf("record: exit %d %s", code, e.String())
+	// Three baseline runs: one run a side has no run-to-run spread and
+	// judges nothing. The replayed capture repeats exactly: spread 0.
+	cfg := fakeJobConfig(t, dir, nw4)
+	for i := range 3 {
+		var o, e bytes.Buffer
+		if code := gpugate(context.Background(), []string{"run", "-config", cfg, "-db", f.db, "-out", filepath.Join(dir, fmt.Sprintf("rec%d", i)), "-record-baseline"}, &o, &e); code != 0 {
+			t.Fatalf("record: exit %d %s", code, e.String())
+		}
 	}
 	for _, c := range []struct {
 		dst   *string

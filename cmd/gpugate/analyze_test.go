@@ -177,18 +177,30 @@ func TestCompareResNet(t *testing.T) {
 	w4 := fixtures.Path(t, d+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	a := fixtures.Path(t, d+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 	b := fixtures.Path(t, d+"num_workers_0/worker0.1623143566756.pt.trace.json.gz")
+	// One run a side: no run-to-run spread, nothing judged: exit 3, the
+	// reason in runs, and the findings still there.
 	code, out, errOut := run(t, "compare", w4, a)
+	if code != 3 || !strings.Contains(out, "data-loader-bound") || !strings.Contains(out, "record ≥ 3 baseline runs") || !strings.Contains(errOut, "inconclusive") {
+		t.Errorf("compare nw4 -> nw0, one run each: exit %d (%s)\n%s", code, errOut, out)
+	}
+	// The capture three times as the baseline's runs (spread 0): judged.
+	x3 := func(base, head string) []string {
+		return []string{"-runs", "-base", base, "-base", base, "-base", base, "-head", head}
+	}
+	code, out, errOut = run(t, append([]string{"compare"}, x3(w4, a)...)...)
 	if code != 1 || !strings.Contains(out, "data-loader-bound") || !strings.Contains(out, "step_time") {
-		t.Errorf("compare nw4 -> nw0: exit %d (%s)\n%s", code, errOut, out)
+		t.Errorf("compare nw4 ×3 -> nw0: exit %d (%s)\n%s", code, errOut, out)
 	}
 	if i, j := strings.Index(out, "data-loader-bound"), strings.Index(out, "launch-bound"); j >= 0 && j < i {
 		t.Errorf("data-loader-bound is not the leading reason:\n%s", out)
 	}
-	if code, out, _ := run(t, "compare", "-format", "json", a, w4); code != 0 || !strings.Contains(out, `"improvement"`) {
-		t.Errorf("compare nw0 -> nw4: exit %d, want 0 with an improvement\n%s", code, out)
+	if code, out, _ := run(t, append([]string{"compare", "-format", "json"}, x3(a, w4)...)...); code != 0 || !strings.Contains(out, `"improvement"`) {
+		t.Errorf("compare nw0 ×3 -> nw4: exit %d, want 0 with an improvement\n%s", code, out)
 	}
-	if code, _, errOut := run(t, "compare", a, b); code != 0 {
-		t.Errorf("compare two nw0 captures: exit %d (%s), want 0", code, errOut)
+	// Two captures of nw0, 20% apart, as baseline runs and the second as
+	// the candidate: never a regression.
+	if code, _, errOut := run(t, "compare", "-runs", "-base", a, "-base", b, "-base", a, "-head", b); code == 1 {
+		t.Errorf("compare nw0 captures: exit %d (%s), want no regression", code, errOut)
 	}
 	// analyze JSON as input gives the same verdict as the traces.
 	dir := t.TempDir()
@@ -199,22 +211,22 @@ func TestCompareResNet(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, f.out), []byte(js), 0o644)
 	}
-	code, out, errOut = run(t, "compare", "-format", "markdown", filepath.Join(dir, "base.json"), filepath.Join(dir, "head.json"))
+	code, out, errOut = run(t, append([]string{"compare", "-format", "markdown"}, x3(filepath.Join(dir, "base.json"), filepath.Join(dir, "head.json"))...)...)
 	if code != 1 || !strings.Contains(out, "data-loader-bound") {
 		t.Errorf("compare analyze JSON: exit %d (%s)\n%s", code, errOut, out)
 	}
 	// A wider allowance lets the same change through; CPU wait gates too
 	// (17 -> 75 ms per step), so it needs one as well.
-	if code, out, _ := run(t, "compare", "-allowance", "step_time=60%", w4, a); code != 1 || !strings.Contains(out, "*cpu_wait") {
+	if code, out, _ := run(t, append([]string{"compare", "-allowance", "step_time=60%"}, x3(w4, a)...)...); code != 1 || !strings.Contains(out, "*cpu_wait") {
 		t.Errorf("-allowance step_time=60%%: exit %d, want 1 for the gating cpu_wait\n%s", code, out)
 	}
-	if code, _, _ := run(t, "compare", "-allowance", "step_time=60%", "-allowance", "cpu_wait=400%", w4, a); code != 0 {
+	if code, _, _ := run(t, append([]string{"compare", "-allowance", "step_time=60%", "-allowance", "cpu_wait=400%"}, x3(w4, a)...)...); code != 0 {
 		t.Errorf("-allowance step_time=60%% -allowance cpu_wait=400%%: exit %d, want 0", code)
 	}
-	// Two baseline runs 17% apart: steps are still the samples, the pooled
-	// baseline straddles the allowance, and the report says what would
-	// settle it and the spread it saw.
-	if code, out, _ := run(t, "compare", "-runs", "-base", b, "-base", a, "-head", a); code != 2 || !strings.Contains(out, "runs, whose median step times spread by 17.0%") || !strings.Contains(out, "repeat ≥ 3 runs on both sides") {
+	// Two baseline runs 20% apart: the prediction interval for one run
+	// against them is wide; inconclusive, saying the spread it saw and
+	// what would settle it, in runs.
+	if code, out, _ := run(t, "compare", "-runs", "-base", b, "-base", a, "-head", a); code != 3 || !strings.Contains(out, "runs, whose mean step times spread by") || !strings.Contains(out, "runs") || strings.Contains(out, "steps per side") {
 		t.Errorf("-runs with two baseline runs: exit %d\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"compare", a}, {"compare", "-allowance", "nonsense=5%", a, b}, {"compare", "-allowance", "step_time=x", a, b}, {"compare", "-format", "xml", a, b}} {
@@ -224,7 +236,7 @@ func TestCompareResNet(t *testing.T) {
 	}
 	// One step each: nothing can be significant, never a silent pass.
 	alex := fixtures.Path(t, "kineto/hta-alexnet-a100/benchmark_result_2869224_1695835535_trace.json.gz")
-	if code, out, _ := run(t, "compare", "-format", "json", alex, alex); code != 2 || !strings.Contains(out, `"inconclusive"`) {
-		t.Errorf("compare single-window profiles: exit %d, want 2 and inconclusive", code)
+	if code, out, _ := run(t, "compare", "-format", "json", alex, alex); code != 3 || !strings.Contains(out, `"inconclusive"`) {
+		t.Errorf("compare single-window profiles: exit %d, want 3 and inconclusive", code)
 	}
 }

@@ -69,8 +69,8 @@ func TestCompareDLRMWithItself(t *testing.T) {
 			t.Errorf("step_time %.4f ms, want the slowest rank's 19.901 ms", m.Baseline.Median)
 		}
 	}
-	// One step a side bounds nothing: said, exit 2; never a pass.
-	if code != 2 || doc.Verdict != "inconclusive" {
+	// One run a side bounds nothing: said, exit 3; never a pass.
+	if code != 3 || doc.Verdict != "inconclusive" {
 		t.Errorf("exit %d, verdict %s", code, doc.Verdict)
 	}
 }
@@ -126,7 +126,7 @@ func TestCompareFlags(t *testing.T) {
 	// +46.7%: 60% and 0.6 both let it through; 40% does not.
 	for allowance, want := range map[string]int{"step_time=60%": 0, "step_time=0.6": 0, "step_time=40%": 1} {
 		if code, _, errOut := run(t, "compare", "-allowance", allowance, "-allowance", "gpu_util=100%", "-allowance", "gpu_idle=1000%",
-			"-allowance", "cpu_wait=1000%", "-allowance", "data_wait=1000%", base, head); code != want {
+			"-allowance", "cpu_wait=1000%", "-allowance", "data_wait=1000%", "-runs", "-base", base, "-base", base, "-base", base, "-head", head); code != want {
 			t.Errorf("-allowance %s: exit %d (%s), want %d", allowance, code, errOut, want)
 		}
 	}
@@ -147,7 +147,7 @@ func TestCompareFlags(t *testing.T) {
 	}
 	// The α used is the α reported.
 	_, out, _ := run(t, "compare", "-alpha", "0.01", "-format", "markdown", base, head)
-	if !strings.Contains(out, "(α=0.01, 99% intervals, steps as samples)") {
+	if !strings.Contains(out, "(α=0.01, 99% intervals, runs as samples)") {
 		t.Errorf("-alpha 0.01: header does not say so:\n%s", out[:min(len(out), 400)])
 	}
 }

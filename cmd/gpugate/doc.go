@@ -27,20 +27,32 @@ Commands:
 	version            print gpugate's version
 
 Flags may come before or after the arguments; -- ends the flags.
-Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
+Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
 Run 'gpugate help <command>' for details.
 
 # ab
 
-	usage: gpugate ab -config perf.yaml -base REF [-head REF] [-workload NAME] [-pairs N] [-warmup] [-format text|markdown|json] [-out DIR]
+	usage: gpugate ab -config perf.yaml -base REF [-head REF] [-workload NAME] [-pairs N | -max-pairs N -budget 10m] [-warmup] [-format text|markdown|json] [-out DIR]
 
 	Ab answers "on this very machine, right now, is head slower than base?". It
 	checks the base revision out into a temporary git worktree (and the head
 	revision too when -head is given; without it the head is the working tree
-	as it is), runs the workload on both sides interleaved — base, head, base,
-	head, … for N pairs, after one discarded warm-up pair with -warmup — and
-	compares the two sides with each run as a unit, as compare -runs does. The
-	log shows the order the runs were made in.
+	as it is), runs the workload on both sides interleaved in pairs whose order
+	alternates — base then head, head then base, … (BH HB BH …), after one
+	discarded warm-up pair with -warmup — and judges the pairs: each pair's
+	log-ratio of mean step times (and of every metric), head over base, and a
+	paired t interval over the pairs.
+
+	By default ab samples until decided: after the 3rd pair and each pair after
+	it, it looks at the interval and stops as soon as it settles the verdict
+	(beyond the allowance: regression; within it: pass), or when 10 pairs
+	(-max-pairs, ab.max_pairs) are measured or the next pair would end past the
+	10-minute budget (-budget, ab.budget). Each look is made at 2% divided by the
+	number of planned looks (8 by default: α=0.0025 each), so that looking
+	repeatedly does not add false alarms: a false regression happens at most 1%
+	of the time, however many looks are made. -pairs N (ab.pairs) measures exactly N
+	pairs and looks once, at α. The report and the log say the order the runs
+	were made in, how many pairs were needed and why sampling stopped.
 
 	The head's perf.yaml defines the workload for both sides, so that both run
 	the same command; each side runs in its own checkout. perf.yaml's
@@ -49,23 +61,27 @@ Run 'gpugate help <command>' for details.
 	baseline store, and both sides share one machine: no fingerprint mismatch
 	is possible.
 
-	Exit status: 0 no regression, 1 regression, 2 trouble or inconclusive.
+	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
 
 	Flags:
 	  -base revision
 	    	the base revision (branch, tag or commit)
+	  -budget budget
+	    	wall-time budget of sampling until decided (default: ab.budget of perf.yaml, else 10m)
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
 	  -format format
 	    	output format: text, markdown or json (default "text")
 	  -head revision
 	    	the head revision (default: the working tree)
+	  -max-pairs pairs
+	    	the most pairs to sample until decided (default: ab.max_pairs of perf.yaml, else 10)
 	  -nsys path
 	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
 	  -out folder
 	    	artifacts folder (default .gpugate/runs/WORKLOAD/ab-TIME)
 	  -pairs pairs
-	    	base/head pairs to run (default: ab.pairs of perf.yaml, else the workload's repeat, at least 3)
+	    	a fixed number of base/head pairs, judged once (default: ab.pairs of perf.yaml, else sample until decided)
 	  -warmup
 	    	run one more pair first and discard it (default: ab.warmup of perf.yaml)
 	  -workload string
@@ -78,7 +94,9 @@ Run 'gpugate help <command>' for details.
 	Action is what action.yml runs. It reads its inputs from GPUGATE_* variables
 	(composite steps get no INPUT_* on the real runner): GPUGATE_CONFIG,
 	GPUGATE_WORKLOAD, GPUGATE_BASELINE_DB, GPUGATE_BASE_BRANCH, GPUGATE_MODE (pr,
-	refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_COMMENT (always,
+	refresh or comment), GPUGATE_FAIL_ON_REGRESSION, GPUGATE_ON_INCONCLUSIVE
+	(fail, neutral or pass: an inconclusive verdict fails the step only with
+	fail), GPUGATE_COMMENT (always,
 	on-regression, never), GPUGATE_CHECK_RUN, GPUGATE_ACCEPT_LABEL,
 	GPUGATE_BOT_LOGIN, GPUGATE_TRACE_SIZE_CAP (MB), GPUGATE_CACHE, GPUGATE_RESULT
 	and GPUGATE_GITHUB_TOKEN. GPUGATE_PHASE picks one step of action.yml:
@@ -397,7 +415,7 @@ Run 'gpugate help <command>' for details.
 	causes are new or worse in the candidate, and gives every regression its
 	why.
 
-	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
+	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
 
 	Flags:
 	  -allow-mismatch
@@ -497,7 +515,7 @@ Run 'gpugate help <command>' for details.
 	baseline yet the run passes and says so. -record-baseline stores the run as a
 	baseline of the current branch instead.
 
-	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive.
+	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
 
 	Flags:
 	  -comm-pattern RE

@@ -63,25 +63,29 @@ const (
 	exitOK         = 0
 	exitRegression = 1
 	exitTrouble    = 2
+	// exitInconclusive: the data could not decide (issue 19); before, it
+	// shared 2 with trouble.
+	exitInconclusive = 3
 )
 
 // exitStatusHelp is what every command's help says about its exit status.
 const exitStatusHelp = "Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; " +
-	"2 trouble (bad input or config, the job failed, a fingerprint mismatch) or inconclusive."
+	"2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide)."
 
 // verdictError maps a verdict to a command's result, through
 // gate.ExitCode, the one mapping: nil for exit 0, an exitError for a
-// regression, an error saying why for exit 2.
+// regression, one with a message for exit 3, an error saying why for
+// exit 2.
 func verdictError(v stats.Verdict, noBaselineFails bool) error {
 	switch gate.ExitCode(v, noBaselineFails) {
 	case exitOK:
 		return nil
 	case exitRegression:
-		return &exitError{exitRegression}
+		return &exitError{code: exitRegression}
+	case exitInconclusive:
+		return &exitError{code: exitInconclusive, msg: "inconclusive: a gate metric could not be judged; the report says what would settle it"}
 	}
 	switch v {
-	case stats.Inconclusive:
-		return errors.New("inconclusive: a gate metric could not be judged; the report says what would settle it")
 	case stats.NoBaseline:
 		return errors.New("no baseline to compare with, and a missing baseline is configured to fail")
 	}
@@ -122,10 +126,19 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// exitError carries an exit code with no further message (a regression).
-type exitError struct{ code int }
+// exitError carries an exit code, and a message to print when it has
+// one (inconclusive); a regression has none.
+type exitError struct {
+	code int
+	msg  string
+}
 
-func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+func (e *exitError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return fmt.Sprintf("exit %d", e.code)
+}
 
 // gpugate runs one command line and returns the exit code.
 func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -161,6 +174,9 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "gpugate: %s\n", escape.Terminal(oneLine(ee.msg)))
+		}
 		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "gpugate %s: %v\nusage: gpugate %s\n", cmd.name(), escape.Terminal(err.Error()), cmd.usage)

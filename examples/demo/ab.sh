@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# ab.sh: the demo's A/B mode, end to end. It makes a throwaway git
-# repository with the demo's training loop (train.py, perf.yaml), adds a
-# second commit that logs the loss with loss.item() on every step — a
-# device-to-host sync per step, the classic slowdown — and runs
+# ab.sh: the demo's A/B mode, end to end, with ab's defaults. It makes a
+# throwaway git repository with the demo's training loop (train.py,
+# perf.yaml) and two more commits, and runs
 #
-#   gpugate ab -config perf.yaml -base HEAD~1 -head HEAD
+#   gpugate ab -config perf.yaml -base REF -head REF
 #
-# which runs the two commits interleaved (base, head, base, head, …) on this
-# machine and fails with host-sync. No baseline store is needed. Then the
-# same commit on both sides passes.
+# three times. ab runs base and head on this machine in pairs whose order
+# alternates (B1 H1 H2 B2 B3 H3 ...), judges each pair's log-ratio
+# head/base with a paired interval, and samples until decided: from the 3rd
+# pair it looks after every pair (each look at 2%/8) and stops when the
+# verdict is settled, at 10 pairs, or when the next pair would pass the
+# 10-minute budget. No baseline store is needed.
+#
+#   1. a commit that logs the loss with loss.item() every step (a host sync
+#      per step): regression on sync_calls, exit 1, after 3 pairs;
+#   2. a commit whose steps take about 50% longer (a sleep of half the
+#      step's own time): regression on step_time (the demo's allowance is
+#      40%), exit 1, usually after 3 or 4 pairs;
+#   3. the same commit on both sides: pass, exit 0, once every gate metric's
+#      interval fits in its allowance (step time ±40% here; peak memory
+#      ±5% or 64 MiB). On a quiet machine that takes a few pairs; on the
+#      shared 2-core VM of 2026-12-03, loaded by other jobs (steps of one run
+#      from 16 to 175 ms), the testscript's same-commit case
+#      (cmd/gpugate/testdata/script/ab_demo_hostsync.txtar) passed after 9
+#      pairs, 4.5 minutes. Where the pairs' spread keeps it open until the
+#      budget, it says inconclusive (exit 3) and how many more pairs and
+#      minutes would settle it.
 #
 #   bash examples/demo/ab.sh            # from the gpugate checkout
 #   GPUGATE=/path/to/gpugate bash examples/demo/ab.sh
@@ -28,19 +45,30 @@ export GIT_AUTHOR_NAME=demo GIT_AUTHOR_EMAIL=demo@example.com GIT_COMMITTER_NAME
 git init -q -b main
 git add train.py perf.yaml
 git commit -q -m "demo training loop"
+git tag base
 
 # The second commit: one line, a per-step host sync.
 sed -i 's/^        opt.step()$/        opt.step()\n        loss.item()  # log the loss every step: a host sync per step/' train.py
 git commit -q -am "log the loss every step"
 git show --stat --format='== second commit: %s' HEAD | head -3
 git diff HEAD~1 -U1 | sed -n '/^@@/,$p'
+git tag sync
 
-echo
-echo "== gpugate ab: the second commit against the first (exit 1 expected)"
-status=0
-"$gpugate" ab -config perf.yaml -base HEAD~1 -head HEAD -pairs 3 || status=$?
-echo "exit status $status"
+# The third commit, on the first: steps about 50% longer.
+git checkout -q base
+sed -i 's/^        opt.step()$/        opt.step()\n        time.sleep(0.5 * (time.perf_counter() - last))  # about 50% longer steps/' train.py
+git commit -q -am "sleep half a step"
+git tag slow
 
-echo
-echo "== gpugate ab: the same commit on both sides (exit 0 expected)"
-"$gpugate" ab -config perf.yaml -base HEAD -head HEAD -pairs 3
+run() {
+	local want=$1
+	shift
+	echo
+	echo "== gpugate ab $* (exit $want expected)"
+	status=0
+	"$gpugate" ab -config perf.yaml "$@" || status=$?
+	echo "exit status $status (expected $want)"
+}
+run 1 -base base -head sync
+run 1 -base base -head slow
+run 0 -base base -head base

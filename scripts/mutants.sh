@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# mutants.sh: issue 19's mutation test. Each mutant changes one line of the
+# verdict rule, as the issue lists them (adapted to the t-interval code of
+# stats.Compare), runs the package tests that guard it, and must make them
+# fail. A mutant that survives is a test that cannot fail: exit 1.
+#
+#   bash scripts/mutants.sh          # about a minute; not part of scripts/test.sh
+#
+# The file is restored after each mutant (and on exit), from a copy.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+
+backup=$(mktemp -d)
+cur=
+restore() { if [ -n "$cur" ]; then cp "$backup/file" "$cur"; fi; cur=; }
+trap 'restore; rm -rf "$backup"' EXIT
+survived=0
+
+# mutant FILE PACKAGE TESTS FROM TO WHAT: replace FROM by TO in FILE (once),
+# run TESTS of PACKAGE, and require a failure.
+mutant() {
+	local file=$1 pkg=$2 tests=$3 from=$4 to=$5 what=$6
+	if ! grep -qF -- "$from" "$file"; then
+		echo "MISSING  $what: '$from' not in $file (the code moved: update the mutant)"
+		survived=1
+		return
+	fi
+	cp "$file" "$backup/file"
+	cur=$file
+	python3 - "$file" "$from" "$to" <<'PY'
+import sys
+p, a, b = sys.argv[1:4]
+s = open(p).read()
+open(p, "w").write(s.replace(a, b, 1))
+PY
+	if ! go vet "$pkg" >/dev/null 2>&1; then
+		echo "INVALID  $what: the mutant does not compile"
+		survived=1
+	elif go test "$pkg" -short -count=1 -run "^(${tests})\$" >"$backup/log" 2>&1; then
+		echo "SURVIVED $what ($file; $pkg -run $tests)"
+		survived=1
+	else
+		echo "killed   $what ($pkg -run $tests: $(grep -m1 -E '_test.go:[0-9]+:' "$backup/log" | sed 's/^ *//' | cut -c1-110))"
+	fi
+	restore
+}
+
+mutant stats/stats.go ./stats TestDecide 'case bounded && lo > 0 && w > limit:' 'case bounded && lo >= 0 && w > limit:' \
+	'lo > 0 -> lo >= 0 in the regression test'
+mutant gate/gate.go ./gate TestCombineRanks 'return s / float64(len(values))' 'return s' \
+	'ratio metrics combined across ranks by sum instead of mean'
+mutant stats/stats.go ./stats TestCompare 'j.sign = -1' 'j.sign = 1' \
+	'the sign for higher-is-better metrics removed'
+mutant stats/stats.go ./stats TestInterval 'paired := th.Paired && len(bm) == len(cm)' 'paired := th.Paired || len(bm) == len(cm)' \
+	'the unit (pairs or runs) chosen with || instead of &&'
+mutant stats/stats.go ./stats TestInterval 't := TQuantile(1-alpha/2, float64(df))' 't := TQuantile(1-alpha/4, float64(df))' \
+	'the quantile at 1-alpha/4 (was: normal approximation at z(alpha/4))'
+mutant stats/stats.go ./stats TestInterval 'df := k + m - 2' 'df := k + m - 1' \
+	'degrees of freedom off by one (was: order-statistic bisection off by one)'
+mutant stats/stats.go ./stats TestTQuantile 'if dist.CDF(mid) < p {' 'if dist.CDF(mid) > p {' \
+	"the t quantile's bisection keeps the wrong half"
+exit $survived
