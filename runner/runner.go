@@ -211,10 +211,25 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		nargs = append(nargs, job.NsysArgs...)
 		args = append(nargs, args...)
 		fmt.Fprintf(job.Output, "[%s] gpugate: nsys follows the job's child processes (--trace-fork-before-exec=true): a launcher's workers (torchrun) and DataLoader workers are traced in one report\n", job.Name)
-		// nsys writes its temporary report next to the artifacts, not in a
-		// /tmp shared with other runs.
-		tmp := filepath.Join(out, "tmp")
-		os.MkdirAll(tmp, 0o755)
+		// nsys writes its temporary report in a folder of this run's own,
+		// not in a /tmp shared with other runs. The folder's path must stay
+		// short: the job's processes make Unix sockets in TMPDIR (a
+		// DataLoader with workers shares tensors through one), and a socket
+		// path is at most 107 bytes; beside a deep artifacts folder
+		// (.../runs/demo/TIME-ID/run1/tmp/pymp-…/listener-…) the workers
+		// failed with "AF_UNIX path too long" and the job hung until its
+		// timeout.
+		// Under /var/tmp itself, not $TMPDIR, which may be as deep (a test
+		// harness's work folder was). Not /tmp: there nsys 2022.4's "Agent
+		// launcher failed" inside the job's PID namespace (it did not
+		// outside it, nor with a deeper folder under /tmp; not understood).
+		tmp, err := os.MkdirTemp("/var/tmp", "gpugate-nsys-")
+		if err != nil {
+			if tmp, err = os.MkdirTemp("", "gpugate-nsys-"); err != nil {
+				return nil, err
+			}
+		}
+		defer os.RemoveAll(tmp)
 		env = append(env, "TMPDIR="+tmp)
 	case None:
 	default:
