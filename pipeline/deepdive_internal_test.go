@@ -196,12 +196,17 @@ func regression(t *testing.T) (db string, baseID int64, ex *Execution) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, bdoc := synthetic(t, 20, 100, map[string][2]float64{julia: {2, 10}, "other": {1, 30}})
+	// Three baseline runs, 98, 100 and 102 ms a step: one run shows no
+	// run-to-run spread and judges nothing (issue 19). The newest is the
+	// one whose deep-dive tests store.
 	fp, _ := json.Marshal(torchFP)
-	baseID, err = s.Record(ctx, baseline.Run{Workload: "w", Branch: "main", Commit: "b0", Created: time.Now().Add(-time.Hour), Kind: "baseline",
-		Profiler: "torch", FingerprintHash: torchFP.Hash(), Fingerprint: fp, Version: "t", Analysis: bdoc})
-	if err != nil {
-		t.Fatal(err)
+	for i, ms := range []float64{98, 102, 100} {
+		_, bdoc := synthetic(t, 20, ms, map[string][2]float64{julia: {2, 10}, "other": {1, 30}})
+		baseID, err = s.Record(ctx, baseline.Run{Workload: "w", Branch: "main", Commit: "b0", Created: time.Now().Add(time.Duration(i-3) * time.Hour), Kind: "baseline",
+			Profiler: "torch", FingerprintHash: torchFP.Hash(), Fingerprint: fp, Version: "t", Analysis: bdoc})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	crun, cdoc := synthetic(t, 20, 140, map[string][2]float64{julia: {2, 20}, "other": {1, 30}, evilKernel: {1, 5}})
 	return db, baseID, &Execution{Workload: "w", Profiler: "torch", Fingerprint: torchFP, Runs: []gate.Run{crun}, Docs: [][]byte{cdoc}, Out: t.TempDir()}
@@ -426,9 +431,14 @@ func TestDeepDiveAB(t *testing.T) {
 	rep := fixtures.Path(t, filepath.Join("ncu", "indexspaces-a40", "indexspaces-a40.ncu-rep"))
 	log := standIn(t, "copy "+rep)
 	c, w := ddConfig(t, "    deep_dive: {kernels: 3}\n")
-	brun, _ := synthetic(t, 20, 100, map[string][2]float64{julia: {1, 10}, "other": {1, 30}})
-	hrun, _ := synthetic(t, 20, 140, map[string][2]float64{julia: {2, 20}, "other": {1, 30}, evilKernel: {1, 5}})
-	r := gate.Compare([]gate.Run{brun}, []gate.Run{hrun}, gate.Options{})
+	// Three runs a side (one a side judges nothing: issue 19).
+	var bruns, hruns []gate.Run
+	for _, d := range []float64{-2, 0, 2} {
+		brun, _ := synthetic(t, 20, 100+d, map[string][2]float64{julia: {1, 10}, "other": {1, 30}})
+		hrun, _ := synthetic(t, 20, 140+d, map[string][2]float64{julia: {2, 20}, "other": {1, 30}, evilKernel: {1, 5}})
+		bruns, hruns = append(bruns, brun), append(hruns, hrun)
+	}
+	r := gate.Compare(bruns, hruns, gate.Options{})
 	if r.Verdict != stats.Regression {
 		t.Fatalf("verdict %s", r.Verdict)
 	}

@@ -34,7 +34,7 @@ func TestActionRefreshAlert(t *testing.T) {
 		titles[is.Title] = true
 		if is.Title == "gpugate: sustained shift in step_time of resnet" {
 			step = &struct{ n int }{is.Number}
-			if !strings.HasPrefix(is.Body, "<!-- gpugate:perf-shift:resnet:step_time -->") || !strings.Contains(is.Body, "moved at run #7 of 11") ||
+			if !strings.HasPrefix(is.Body, "<!-- gpugate:perf-shift:resnet:step_time -->") || !strings.Contains(is.Body, "moved at run #9 of 13") ||
 				!strings.Contains(is.Body, "xychart-beta") || len(is.Labels) != 1 || is.Labels[0].Name != action.ShiftLabel {
 				t.Errorf("step_time issue:\n%s", is.Body)
 			}
@@ -51,7 +51,7 @@ func TestActionRefreshAlert(t *testing.T) {
 	if len(f.gh.Issues) != n || !strings.Contains(out, "updated issue #") {
 		t.Errorf("night 3: %d issues (want the %d of night 2, updated)\n%s", len(f.gh.Issues), n, out)
 	}
-	if body := f.gh.Issues[step.n-1].Body; !strings.Contains(body, "moved at run #7 of 16") {
+	if body := f.gh.Issues[step.n-1].Body; !strings.Contains(body, "moved at run #9 of 18") {
 		t.Errorf("night 3: the step_time issue was not updated:\n%s", body)
 	}
 	t.Logf("issues: %v", titles)

@@ -30,21 +30,25 @@ func TestDashboardCommand(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "perf.db")
+			dbFlag := []string{"-db", db}
 			if backend == "postgres" {
 				db = pgtest.DB(t)
-				t.Cleanup(pgtest.Stop)
+				// A URL with a password never goes on argv (-db refuses it).
+				f := filepath.Join(t.TempDir(), "store-url")
+				os.WriteFile(f, []byte(db+"\n"), 0o600)
+				dbFlag = []string{"-db-file", f}
 			}
 			for i := range 9 {
 				trace := w4
 				if i >= 5 {
 					trace = w0
 				}
-				if code, _, e := run(t, "baseline", "record", trace, "-workload", "resnet50", "-commit", "commit"+string(rune('1'+i)), "-db", db); code != 0 {
+				if code, _, e := run(t, append([]string{"baseline", "record", trace, "-workload", "resnet50", "-commit", "commit" + string(rune('1'+i))}, dbFlag...)...); code != 0 {
 					t.Fatalf("record: %d %s", code, e)
 				}
 			}
 			out := filepath.Join(t.TempDir(), "site")
-			code, stdout, stderr := run(t, "dashboard", "-db", db, "-out", out)
+			code, stdout, stderr := run(t, append([]string{"dashboard", "-out", out}, dbFlag...)...)
 			if code != 0 || !strings.Contains(stdout, "wrote 11 page(s) for 1 workload(s) and 9 run(s)") {
 				t.Fatalf("dashboard: exit %d\n%s%s", code, stdout, stderr)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,13 +20,9 @@ import (
 // the next gate passes against the readable runs.
 func TestImportCannotPoisonPostgres(t *testing.T) {
 	url := pgtest.DB(t)
-	// pgtest.Stop is final for the process: when TestRunPostgres (later in
-	// file order) runs too, it stops the cluster; otherwise this test does.
-	t.Cleanup(func() {
-		if re, err := regexp.Compile(flag.Lookup("test.run").Value.String()); err != nil || !re.MatchString("TestRunPostgres") {
-			pgtest.Stop()
-		}
-	})
+	// The URL holds a password: from a file, never on argv.
+	urlFile := filepath.Join(t.TempDir(), "store-url")
+	os.WriteFile(urlFile, []byte(url+"\n"), 0o600)
 	trace := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	dir := t.TempDir()
 	cfg := fakeJobConfig(t, dir, trace)
@@ -38,10 +33,10 @@ func TestImportCannotPoisonPostgres(t *testing.T) {
 		code := gpugate(ctx, args, &out, &errb)
 		return code, out.String(), errb.String()
 	}
-	if code, _, stderr := run("run", "-config", cfg, "-db", url, "-record-baseline", "-out", filepath.Join(dir, "r1")); code != 0 {
+	if code, _, stderr := run("run", "-config", cfg, "-db-file", urlFile, "-record-baseline", "-out", filepath.Join(dir, "r1")); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, stderr)
 	}
-	_, export, _ := run("baseline", "export", "-db", url)
+	_, export, _ := run("baseline", "export", "-db-file", urlFile)
 	stepTime := regexp.MustCompile(`"step_time_ns":[0-9]+`)
 	if !strings.Contains(export, `"id":1,`) || !stepTime.MatchString(export) {
 		t.Fatalf("export lacks the id or a step time: %.300s", export)
@@ -52,15 +47,15 @@ func TestImportCannotPoisonPostgres(t *testing.T) {
 	} {
 		f := filepath.Join(dir, "hostile.json")
 		os.WriteFile(f, []byte(hostile), 0o600)
-		code, stdout, stderr := run("baseline", "import", "-db", url, f)
+		code, stdout, stderr := run("baseline", "import", "-db-file", urlFile, f)
 		if code != 2 || !strings.Contains(stderr, "nothing imported") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("import %s: exit %d, want 2 and one line 'nothing imported'\n%s%s", name, code, stdout, stderr)
 		}
 	}
-	if code, stdout, _ := run("baseline", "list", "-db", url); code != 0 || strings.Count(stdout, "resnet") != 1 {
+	if code, stdout, _ := run("baseline", "list", "-db-file", urlFile); code != 0 || strings.Count(stdout, "resnet") != 1 {
 		t.Fatalf("after the refused imports: want the 1 recorded run\n%s", stdout)
 	}
-	if code, _, stderr := run("run", "-config", cfg, "-db", url, "-record-baseline", "-out", filepath.Join(dir, "r2")); code != 0 {
+	if code, _, stderr := run("run", "-config", cfg, "-db-file", urlFile, "-record-baseline", "-out", filepath.Join(dir, "r2")); code != 0 {
 		t.Fatalf("record after the refused imports: exit %d\n%s", code, stderr)
 	}
 
@@ -71,12 +66,12 @@ func TestImportCannotPoisonPostgres(t *testing.T) {
 			regexp_replace(analysis, '"step_time_ns":[0-9]+', '"step_time_ns":1e308'), conditions FROM gpugate.runs WHERE id = 1`); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := run("run", "-config", cfg, "-db", url, "-out", filepath.Join(dir, "r3"))
+	code, stdout, stderr := run("run", "-config", cfg, "-db-file", urlFile, "-out", filepath.Join(dir, "r3"))
 	if code != 0 || !strings.Contains(stdout, "PASS") || !strings.Contains(stderr, "cannot be read, skipped") ||
 		!strings.Contains(stderr, "commit poisoned") || !strings.Contains(stderr, "gpugate: baseline: main, 2 run(s)") {
 		t.Errorf("gate with an unreadable stored run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if code, _, stderr := run("run", "-config", cfg, "-db", url, "-record-baseline", "-out", filepath.Join(dir, "r4")); code != 0 {
+	if code, _, stderr := run("run", "-config", cfg, "-db-file", urlFile, "-record-baseline", "-out", filepath.Join(dir, "r4")); code != 0 {
 		t.Errorf("record with an unreadable stored run: exit %d\n%s", code, stderr)
 	}
 }

@@ -19,7 +19,6 @@ import (
 // store keeps no partial run.
 func TestRunPostgres(t *testing.T) {
 	url := pgtest.DB(t)
-	t.Cleanup(pgtest.Stop)
 	trace := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	dir := t.TempDir()
 	cfg := fakeJobConfig(t, dir, trace)

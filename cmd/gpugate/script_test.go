@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"github.com/gpugate/gpugate/internal/pgtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,9 +28,21 @@ func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "nvidia-smi" {
 		os.Exit(fakesmi.Main(os.Args[1:]))
 	}
-	testscript.Main(m, map[string]func(){
+	// The throwaway PostgreSQL cluster is stopped once, after every test:
+	// pgtest.Stop is final for the process, and three tests use it.
+	testscript.Main(stopAfter{m}, map[string]func(){
 		"gpugate": func() { os.Exit(gpugate(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
 	})
+}
+
+// stopAfter runs the tests, then stops the PostgreSQL cluster that any of
+// them started (internal/pgtest).
+type stopAfter struct{ m *testing.M }
+
+func (s stopAfter) Run() int {
+	code := s.m.Run()
+	pgtest.Stop()
+	return code
 }
 
 // TestScript runs the end-to-end scripts in testdata/script: real gpugate
