@@ -81,14 +81,14 @@ for wl in ("ddp-" + h for h in sys.argv[3:]):
 sys.exit(0 if ok else 1)
 PY
 
-# A second run is compared with the baseline: a verdict, never a
-# regression (one 4-step run against one: inconclusive is honest; exit 2
-# before issue 19's exit code 3, 3 after).
+# A second run is compared with the baseline: one run against one shows
+# no run-to-run spread and judges nothing (issue 19), so the verdict is
+# inconclusive, exit 3 — never trouble (2), never a regression.
 for how in $hows; do
 	[ "$how" = spawn ] && continue
-	run "$how-again" "ddp-$how" feature '0|2|3' || continue
+	run "$how-again" "ddp-$how" feature '3' || continue
 	grep -q '^gpugate: baseline: main, 1 run' "$how-again.err" || { log "FAIL: $how-again was not compared with the baseline"; fail=1; }
-	grep -Eq '^gpugate: (PASS|INCONCLUSIVE)' "$how-again.out" || { log "FAIL: $how-again: no PASS/INCONCLUSIVE verdict"; tail -n 5 "$how-again.out" >&2; fail=1; }
+	grep -Eq '^gpugate: INCONCLUSIVE' "$how-again.out" || { log "FAIL: $how-again: no INCONCLUSIVE verdict"; tail -n 5 "$how-again.out" >&2; fail=1; }
 	python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit(sorted((p["rank"], p["world_size"]) for p in a["profiles"]) != [(0, 2), (1, 2)])' \
 		"$how-again/analysis.json" || { log "FAIL: $how-again: the candidate is not ranks 0 and 1 of 2"; fail=1; }
 done
