@@ -340,6 +340,14 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	token := escape.Token(16)
 	iso := chooseIsolation()
+	if job.Profiler == Nsys && iso.ns {
+		// Seen in CI rehearsals: nsys 2022.4's agent launcher failed
+		// ("Agent launcher failed") inside a PID namespace, on the first
+		// run with TMPDIR directly under /tmp and on the third of four
+		// runs under /var/tmp; never outside one. Until that is
+		// understood, nsys jobs run without the namespace, and say so.
+		iso = isolation{what: "none for nsys jobs (Nsight Systems' agent launcher fails inside a PID namespace): the job can see every process of its user; gpugate itself is not dumpable"}
+	}
 	res.Isolation = iso.what
 	cmd, err := jobCommand(args)
 	if err != nil {
