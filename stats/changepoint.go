@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -230,7 +231,7 @@ func energySplit(xs []float64, minSize int) (int, float64) {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmpFloat(xs[a], xs[b]) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
 	rank := make([]int, n)
 	all := make([]float64, n) // Σ_k |x_i − x_k|
 	var total float64
@@ -284,14 +285,4 @@ func energySplit(xs []float64, minSize int) (int, float64) {
 		}
 	}
 	return bestTau, best
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
