@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	_ "modernc.org/sqlite"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // sqliteMigrations[i] takes the schema from version i to i+1; the version
@@ -154,16 +156,33 @@ func openSQLite(ctx context.Context, path string, readOK, forceRO bool) (*Store,
 			return nil, fmt.Errorf("open baseline %s: %w", path, err)
 		}
 	}
-	db, err := sql.Open("sqlite", sqliteURI(path, "_pragma=busy_timeout(30000)", "_pragma=journal_mode(WAL)", "_pragma=synchronous(NORMAL)", "_pragma=foreign_keys(1)", "_txlock=immediate"))
-	if err != nil {
-		return nil, fmt.Errorf("open baseline %s: %w", path, err)
-	}
-	s := &Store{db: db, name: path, d: sqliteDialect}
-	if err := s.migrateSQLite(ctx); err != nil {
+	// SQLite answers SQLITE_BUSY at once, without the busy timeout, in a
+	// few cases: a connection that finds another one recovering the WAL
+	// index, or turning the file to WAL, as processes that create one
+	// store together do (1 open in about 1,000 of 8 at once here). The
+	// open is taken again then, for up to the same 30 s.
+	deadline := time.Now().Add(30 * time.Second)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		db, err := sql.Open("sqlite", sqliteURI(path, "_pragma=busy_timeout(30000)", "_pragma=journal_mode(WAL)", "_pragma=synchronous(NORMAL)", "_pragma=foreign_keys(1)", "_txlock=immediate"))
+		if err != nil {
+			return nil, fmt.Errorf("open baseline %s: %w", path, err)
+		}
+		s := &Store{db: db, name: path, d: sqliteDialect}
+		err = s.migrateSQLite(ctx)
+		if err == nil {
+			return s, nil
+		}
 		db.Close()
-		return nil, fmt.Errorf("open baseline %s: %w", path, err)
+		if !isBusy(err) || time.Now().Add(wait).After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("open baseline %s: %w", path, err)
+		}
+		time.Sleep(wait)
 	}
-	return s, nil
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // readOnlyParams open path for reading only. A WAL database opened with
@@ -174,7 +193,9 @@ func openSQLite(ctx context.Context, path string, readOK, forceRO bool) (*Store,
 // -shm is used as it is.
 func readOnlyParams(path string) []string {
 	params := []string{"mode=ro", "_pragma=busy_timeout(30000)", "_pragma=query_only(1)"}
-	if _, err := os.Stat(path + "-wal"); os.IsNotExist(err) {
+	_, errWAL := os.Stat(path + "-wal")
+	_, errJournal := os.Stat(path + "-journal")
+	if os.IsNotExist(errWAL) && os.IsNotExist(errJournal) {
 		params = append(params, "immutable=1")
 	}
 	return params
@@ -183,17 +204,70 @@ func readOnlyParams(path string) []string {
 // inspectSQLite reads an existing database without writing to it and
 // returns its gpugate schema version: 0 for an empty database, an error
 // for one that holds another application's tables.
+//
+// The read takes no lock when no -wal is beside the file (immutable, see
+// readOnlyParams), so a gpugate process that creates or checkpoints the
+// same store meanwhile can hand it a torn page set: tables without their
+// schema version, or "malformed". Such a read is seen by the file having
+// changed under it (size, modification time, a -wal or -journal appearing
+// or going), and is taken again; a store nobody writes reads the same the
+// first time.
 func inspectSQLite(ctx context.Context, path string) (int, error) {
+	var v int
+	var err error
+	for try := 0; try < 20; try++ {
+		before := fileState(path)
+		v, err = inspectOnce(ctx, path)
+		if fileState(path) == before {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(10*(try+1)) * time.Millisecond):
+		}
+	}
+	return v, err
+}
+
+// sqliteFileState is what changes when a writer touches a database file.
+type sqliteFileState struct {
+	size         int64
+	mtime        time.Time
+	wal, journal bool
+}
+
+func fileState(path string) sqliteFileState {
+	var s sqliteFileState
+	if st, err := os.Stat(path); err == nil {
+		s.size, s.mtime = st.Size(), st.ModTime()
+	}
+	_, err := os.Stat(path + "-wal")
+	s.wal = err == nil
+	_, err = os.Stat(path + "-journal")
+	s.journal = err == nil
+	return s
+}
+
+func inspectOnce(ctx context.Context, path string) (int, error) {
 	db, err := sql.Open("sqlite", sqliteURI(path, readOnlyParams(path)...))
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	var v int
-	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+	// One read transaction: the version and the tables are of one
+	// snapshot. (Read apart, a gpugate process creating the store between
+	// the two reads showed its tables at version 0: "not a gpugate store".)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
 		return 0, fmt.Errorf("read schema version: %w (is it a corrupt database?)", err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w (is it a corrupt database?)", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
 	if err != nil {
 		return 0, fmt.Errorf("read tables: %w (is it a corrupt database?)", err)
 	}
