@@ -277,7 +277,9 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	opts := pipeline.Options{Config: c, Workload: w, DB: db, Nsys: getenv("GPUGATE_NSYS"), Out: runs, ReadOnly: in.mode == "pr", Stdout: stdout, Log: stderr}
 	if in.mode == "refresh" {
 		opts.Record = true
-		w.Repeat = max(w.Repeat, c.Baseline.Runs)
+		if int(w.Repeat) < c.Baseline.Runs { // repeat: auto too
+			w.Repeat = config.Repeat(c.Baseline.Runs)
+		}
 	}
 	gha.Group("gpugate: " + Slug(w.Name))
 	oc, err := run(ctx, opts)
@@ -307,7 +309,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	if err := freshDir(art); err != nil {
 		return "", fmt.Errorf("make the evidence folder %s: %v", art, err)
 	}
-	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap, evidenceFiles(runs, oc.Cand, w.Repeat))
+	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap, evidenceFiles(runs, oc.Cand, max(int(w.Repeat), len(oc.Cand))))
 	if err != nil {
 		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
 	}
@@ -623,12 +625,15 @@ func commentMode(ctx context.Context, gha *IO, log io.Writer, getenv func(string
 	// acceptance from the pull request's labels: the artifact's verdicts
 	// are not believed.
 	rep := r.Report
+	// The level the run judged at (lower with repeat: auto); Rejudge
+	// refuses one above the default.
+	th := stats.Thresholds{Alpha: rep.Alpha, Auto: rep.Sampling != nil && rep.Sampling.Unit == "run"}
 	for i, m := range rep.Metrics {
 		s, ok := r.Samples[m.Name]
 		if !ok {
 			return refuse("the artifact has no samples of metric %s to judge it by", m.Name)
 		}
-		if rep.Metrics[i], err = gate.Rejudge(m, s.Baseline, s.Candidate); err != nil {
+		if rep.Metrics[i], err = gate.Rejudge(m, s.Baseline, s.Candidate, th); err != nil {
 			return refuse("%v", err)
 		}
 		if m.Name == "step_time" { // the chart shows the numbers judged

@@ -67,7 +67,14 @@ type Workload struct {
 	// CommPattern names communication kernels; it replaces the default
 	// table (docs/metrics.md).
 	CommPattern string `yaml:"comm_pattern"`
-	Repeat      int    `yaml:"repeat"`
+	// Repeat is how many candidate runs gpugate run makes, or RepeatAuto
+	// (repeat: auto): runs one at a time until the verdict is decided,
+	// within MaxRuns and Budget.
+	Repeat Repeat `yaml:"repeat"`
+	// MaxRuns bounds repeat: auto (default DefaultMaxRuns).
+	MaxRuns int `yaml:"max_runs"`
+	// Budget bounds the wall time of repeat: auto (default 10m).
+	Budget Duration `yaml:"budget"`
 	// StepLog is a regular expression with one group, the step time in
 	// ms, matched against the job's output in an unprofiled timing pass
 	// (profiler: none).
@@ -191,6 +198,36 @@ func (c *Command) UnmarshalYAML(n *yaml.Node) error {
 	}
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: command must be a string or a list of strings", n.Line)}}
 }
+
+// Repeat is a number of runs, or RepeatAuto.
+type Repeat int
+
+// RepeatAuto is repeat: auto (a value no count written in perf.yaml
+// becomes: see UnmarshalYAML).
+const RepeatAuto Repeat = math.MinInt32
+
+// DefaultMaxRuns is the most runs repeat: auto makes.
+const DefaultMaxRuns = 5
+
+// UnmarshalYAML parses a count or "auto".
+func (r *Repeat) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
+		*r = RepeatAuto
+		return nil
+	}
+	var v int
+	if err := n.Decode(&v); err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: repeat is a number of runs or auto, not %q", n.Line, n.Value)}}
+	}
+	if v <= int(RepeatAuto) {
+		v = 0 // out of range, not auto: refused as below 1
+	}
+	*r = Repeat(v)
+	return nil
+}
+
+// Auto reports repeat: auto.
+func (r Repeat) Auto() bool { return r == RepeatAuto }
 
 // Duration is a time.Duration written as "90s" or "10m".
 type Duration time.Duration
@@ -550,8 +587,28 @@ func (c *Config) validate() Errors {
 		if !w.set["repeat"] {
 			w.Repeat = 1
 		}
-		if w.Repeat < 1 {
-			bad(w, "workload %q: repeat must be >= 1", w.Name)
+		if w.Repeat.Auto() {
+			if !w.set["max_runs"] {
+				w.MaxRuns = DefaultMaxRuns
+			}
+			if !w.set["budget"] {
+				w.Budget = Duration(10 * time.Minute)
+			}
+			if w.MaxRuns < 2 || w.MaxRuns > MaxRepeat {
+				atKey(w, i, "max_runs", "workload %q: max_runs must be from 2 to %d (each is one more run of the whole job), not %d", w.Name, MaxRepeat, w.MaxRuns)
+			}
+			if w.Budget <= 0 {
+				atKey(w, i, "budget", "workload %q: budget must be a positive duration such as 10m", w.Name)
+			}
+		} else {
+			for _, k := range []string{"max_runs", "budget"} {
+				if w.set[k] {
+					atKey(w, i, k, "workload %q: %s applies to repeat: auto only (repeat is %d)", w.Name, k, w.Repeat)
+				}
+			}
+			if w.Repeat < 1 {
+				bad(w, "workload %q: repeat must be >= 1 or auto", w.Name)
+			}
 		}
 		if w.Repeat > MaxRepeat {
 			atKey(w, i, "repeat", "workload %q: repeat must be at most %d (each is one more run of the whole job), not %d", w.Name, MaxRepeat, w.Repeat)

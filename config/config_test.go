@@ -66,6 +66,14 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n  - name: b\n    command: [x]\n    timeout: 0s\n", "perf.yaml:7:5: workload \"b\": timeout must be above 0s"},
 		{"version: 1\nworkloads:\n  - command: [x]\nbaseline:\n  runs: 1000000000\n", "perf.yaml:5:3: baseline.runs must be at most 100"},
 		{"version: 1\nworkloads:\n  - command: [x]\nab:\n  pairs: 1e9\n", "perf.yaml:5:3: ab.pairs must be at most 100"},
+		// repeat: auto and its bounds.
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: often\n", "perf.yaml:5:5: repeat is a number of runs or auto, not \"often\""},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: 3\n    max_runs: 5\n", "perf.yaml:6:5: workload \"a\": max_runs applies to repeat: auto only (repeat is 3)"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    budget: 5m\n", "perf.yaml:5:5: workload \"a\": budget applies to repeat: auto only (repeat is 1)"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: auto\n    max_runs: 1\n", "perf.yaml:6:5: workload \"a\": max_runs must be from 2 to 100"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: auto\n    budget: 0s\n", "perf.yaml:6:5: workload \"a\": budget must be a positive duration"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: -1\n", "repeat must be >= 1 or auto"},
+		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: -2147483648\n", "repeat must be >= 1 or auto"},
 	} {
 		_, err := Parse([]byte(c.in), "perf.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -219,5 +227,23 @@ func TestMemoryMinChangeYAML(t *testing.T) {
 	}
 	if _, err := Parse([]byte(strings.Replace(src, "128MiB", "lots", 1)), "perf.yaml"); err == nil || !strings.Contains(err.Error(), "not a size") {
 		t.Errorf("memory_min_change: lots: err = %v, want one naming the size", err)
+	}
+}
+
+// repeat: auto parses with its defaults (5 runs, 10 minutes) or its own.
+func TestRepeatAuto(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: auto\n  - name: b\n    command: [x]\n    repeat: auto\n    max_runs: 8\n    budget: 20m\n  - name: c\n    command: [x]\n    repeat: 4\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, d := c.Workloads[0], c.Workloads[1], c.Workloads[2]
+	if !a.Repeat.Auto() || a.MaxRuns != DefaultMaxRuns || time.Duration(a.Budget) != 10*time.Minute {
+		t.Errorf("a: repeat %d max_runs %d budget %s, want auto, %d, 10m", a.Repeat, a.MaxRuns, time.Duration(a.Budget), DefaultMaxRuns)
+	}
+	if !b.Repeat.Auto() || b.MaxRuns != 8 || time.Duration(b.Budget) != 20*time.Minute {
+		t.Errorf("b: repeat %d max_runs %d budget %s, want auto, 8, 20m", b.Repeat, b.MaxRuns, time.Duration(b.Budget))
+	}
+	if d.Repeat.Auto() || d.Repeat != 4 || d.MaxRuns != 0 {
+		t.Errorf("c: repeat %d max_runs %d, want 4, 0", d.Repeat, d.MaxRuns)
 	}
 }

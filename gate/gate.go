@@ -147,19 +147,29 @@ type Report struct {
 	Sampling *Sampling `json:"sampling,omitempty"`
 }
 
-// Sampling is how gpugate ab sampled.
+// Sampling is how gpugate ab sampled pairs, or gpugate run with repeat:
+// auto candidate runs (Unit "run").
 type Sampling struct {
-	Pairs    int  `json:"pairs"`     // pairs measured (the warm-up pair not counted)
-	MinPairs int  `json:"min_pairs"` // the first look
-	MaxPairs int  `json:"max_pairs"`
-	Fixed    bool `json:"fixed"` // a fixed number of pairs, one look
+	// Unit is what was sampled: "pair" (ab; empty in older files) or
+	// "run" (repeat: auto, against a stored baseline).
+	Unit     string `json:"unit,omitempty"`
+	Pairs    int    `json:"pairs"`     // pairs measured (the warm-up pair not counted)
+	MinPairs int    `json:"min_pairs"` // the first look
+	MaxPairs int    `json:"max_pairs"`
+	// Runs, MinRuns and MaxRuns are Pairs, MinPairs and MaxPairs of
+	// repeat: auto: candidate runs made, the first look, the most.
+	Runs    int  `json:"runs,omitempty"`
+	MinRuns int  `json:"min_runs,omitempty"`
+	MaxRuns int  `json:"max_runs,omitempty"`
+	Fixed   bool `json:"fixed"` // a fixed number of pairs, one look
 	// LookAlpha is the level of each look's interval (α over the looks).
 	LookAlpha float64  `json:"look_alpha"`
 	BudgetSec float64  `json:"budget_sec"` // 0: none
 	WallSec   float64  `json:"wall_sec"`
-	PairSec   float64  `json:"pair_sec"` // mean wall time of a pair
-	Order     []string `json:"order"`    // B1 H1 H2 B2 …, as run
-	Stopped   string   `json:"stopped"`  // why sampling stopped
+	PairSec   float64  `json:"pair_sec"`          // mean wall time of a pair
+	RunSec    float64  `json:"run_sec,omitempty"` // repeat: auto: mean wall time of a run
+	Order     []string `json:"order"`             // B1 H1 H2 B2 … (R1 R2 … for runs), as run
+	Stopped   string   `json:"stopped"`           // why sampling stopped
 	// Advice says, for an inconclusive verdict, how many more pairs and
 	// minutes would settle it; omitted otherwise.
 	Advice string `json:"advice,omitempty"`
@@ -168,6 +178,9 @@ type Sampling struct {
 // String says it in a sentence.
 func (s *Sampling) String() string {
 	out := fmt.Sprintf("sampling: %d pair(s) of about %.0fs each, order %s; stopped: %s", s.Pairs, s.PairSec, strings.Join(s.Order, " "), s.Stopped)
+	if s.Unit == "run" {
+		out = fmt.Sprintf("sampling (repeat: auto): %d candidate run(s) of about %.0fs each, a look after each at α=%.3g; stopped: %s", s.Runs, s.RunSec, s.LookAlpha, s.Stopped)
+	}
 	if s.Advice != "" {
 		out += "; " + s.Advice
 	}

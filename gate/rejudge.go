@@ -24,8 +24,18 @@ func Samples(runs []Run, m analysis.Metric) [][]float64 {
 // own for that name; its allowance, smallest change and gate flag are the
 // reported ones (what the comment shows), checked to be numbers that
 // perf.yaml can give. The reported explanation of a regression (Why) is
-// kept only while the new verdict is a regression.
-func Rejudge(old stats.Result, base, cand [][]float64) (stats.Result, error) {
+// kept only while the new verdict is a regression. th is the level the
+// run judged at (repeat: auto looks at 2%/max_runs): one above the default
+// 5% is refused, as a narrower interval than gpugate gives; a lower one
+// can only widen the intervals.
+func Rejudge(old stats.Result, base, cand [][]float64, th stats.Thresholds) (stats.Result, error) {
+	if th.Alpha == 0 {
+		th.Alpha = stats.DefaultThresholds.Alpha
+	}
+	if !(th.Alpha > 0 && th.Alpha <= stats.DefaultThresholds.Alpha) {
+		return old, fmt.Errorf("metric %s: level α=%v is not one gpugate judges at", old.Name, th.Alpha)
+	}
+	th.Paired = false
 	m, ok := analysis.MetricByName(old.Name)
 	if !ok || m.Name != old.Name {
 		return old, fmt.Errorf("metric %q is not one gpugate computes", old.Name)
@@ -35,7 +45,7 @@ func Rejudge(old stats.Result, base, cand [][]float64) (stats.Result, error) {
 		return old, fmt.Errorf("metric %s: allowance %v%% and smallest change %v are not ones perf.yaml gives", old.Name, old.AllowancePct, old.MinAbs)
 	}
 	r := stats.Compare(stats.Spec{Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: old.Gate},
-		base, cand, stats.Thresholds{})
+		base, cand, th)
 	if r.Verdict == stats.Regression {
 		r.Why = old.Why
 	}

@@ -252,13 +252,17 @@ func Allowances(c *config.Config) (map[string]float64, error) {
 	return allow, nil
 }
 
-// Compare compares the candidate runs with the selected baseline runs.
-func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time) (*gate.Report, error) {
+// Compare compares the candidate runs with the selected baseline runs
+// (th.Alpha 0: stats.DefaultThresholds' level).
+func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th stats.Thresholds) (*gate.Report, error) {
 	allow, err := Allowances(c)
 	if err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c)})
+	if th.Alpha == 0 {
+		th.Alpha = stats.DefaultThresholds.Alpha
+	}
+	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
@@ -276,16 +280,17 @@ type Meta struct {
 	Version        string
 }
 
-// Record stores every analyzed run of ex, each in its own transaction.
+// Record stores every analyzed run of ex not stored yet, each in its own
+// transaction.
 func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) error {
 	fpJSON, _ := json.Marshal(ex.Fingerprint)
-	for i, d := range ex.Docs {
+	for i := len(ex.RunIDs); i < len(ex.Docs); i++ {
 		var cond []byte
 		if i < len(ex.Conditions) {
 			cond = conditionsJSON(ex.Conditions[i])
 		}
 		id, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Kind: m.Kind, Profiler: ex.Profiler,
-			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: d, Conditions: cond})
+			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: ex.Docs[i], Conditions: cond})
 		if err != nil {
 			return err
 		}
@@ -308,11 +313,15 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 		defer store.Close()
 	}
-	ex, err := Execute(ctx, o)
+	p, err := Prepare(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return judge(ctx, o, ex, store)
+	ex, err := p.Execute(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return judge(ctx, o, ex, store, p)
 }
 
 // missingReadOnly reports a read-only run whose SQLite store does not exist:
@@ -350,10 +359,13 @@ func openStore(ctx context.Context, o Options) (*baseline.Store, error) {
 // Judge stores an execution and compares it with its baseline.
 func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 	o.defaults()
-	return judge(ctx, o, ex, nil)
+	return judge(ctx, o, ex, nil, nil)
 }
 
-func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store) (*Outcome, error) {
+// judge stores ex and compares it with its baseline; with repeat: auto
+// and the plan p, it runs more candidate runs until the verdict is
+// decided (sampleRuns).
+func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store, p *Plan) (*Outcome, error) {
 	c, w := o.Config, o.Workload
 	if ex.Profiler == runner.None {
 		return &Outcome{Workload: w.Name, Fingerprint: ex.Fingerprint, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
@@ -384,12 +396,13 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		}
 		defer store.Close()
 	}
+	meta := Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}
 	if store.ReadOnly() {
 		fmt.Fprintf(o.Log, "gpugate: %s is read-only: this run is compared but not recorded\n", escape.Terminal(store.Name()))
 		if w := store.RoleWarning(); w != "" {
 			fmt.Fprintf(o.Log, "gpugate: WARNING: %s\n", escape.Terminal(w))
 		}
-	} else if err := Record(ctx, store, ex, Meta{Branch: branch, Commit: o.Commit, Kind: kind, Version: o.Version}); err != nil {
+	} else if err := Record(ctx, store, ex, meta); err != nil {
 		return nil, err
 	}
 	cand := ex.Runs
@@ -437,10 +450,21 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store)
 		}
 		return noBaseline(o, ex, store.Name()), nil
 	}
-	rep, err := Compare(c, sel, ex, time.Now())
+	var rep *gate.Report
+	if p != nil && w.Repeat.Auto() {
+		rep, err = p.sampleRuns(ctx, ex, sel, func() error {
+			if store.ReadOnly() {
+				return nil
+			}
+			return Record(ctx, store, ex, meta)
+		})
+	} else {
+		rep, err = Compare(c, sel, ex, time.Now(), stats.Thresholds{})
+	}
 	if err != nil {
 		return nil, err
 	}
+	cand = ex.Runs
 	if sel.Note != "" {
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}

@@ -120,6 +120,22 @@ type Execution struct {
 	RunIDs []int64
 	// Conditions are each run's run conditions, in the order of Runs.
 	Conditions []*gate.Conditions
+	// Start is when the first run started; RunTime the wall time of the
+	// profiled runs, for repeat: auto's budget.
+	Start   time.Time
+	RunTime time.Duration
+}
+
+// add appends one profiled run.
+func (ex *Execution) add(once *Once) {
+	ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
+	ex.RunTime += once.Duration
+	if once.Run == nil {
+		return
+	}
+	ex.Runs = append(ex.Runs, once.Run)
+	ex.Docs = append(ex.Docs, once.Doc)
+	ex.Conditions = append(ex.Conditions, once.Conditions)
 }
 
 // Plan is a workload made ready to run: profiler resolved, fingerprint
@@ -278,32 +294,30 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		o.Out = out
 	}
 	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, escape.Terminal(p.FP.CPU), p.FP.GPUCount, escape.Terminal(p.FP.GPU), escape.Terminal(o.Out))
-	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out}
-	var passes [][]float64 // each profiled pass's step times, for the overhead
-	for i := 1; i <= w.Repeat; i++ {
-		runOut := o.Out
-		if w.Repeat > 1 {
-			runOut = filepath.Join(o.Out, fmt.Sprintf("run%d", i))
+	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out, Start: time.Now()}
+	// repeat: auto runs once here and again in judge until decided; a
+	// baseline recorded with it gets baseline.runs runs.
+	n, of := int(w.Repeat), fmt.Sprint(int(w.Repeat))
+	if w.Repeat.Auto() {
+		n, of = 1, fmt.Sprintf("up to %d (repeat: auto)", w.MaxRuns)
+		if o.Record || p.Profiler == runner.None {
+			n, of = o.Config.Baseline.Runs, fmt.Sprint(o.Config.Baseline.Runs)
 		}
-		once, err := p.RunOnce(ctx, runOut)
+	}
+	var passes [][]float64 // each profiled pass's step times, for the overhead
+	for i := 1; i <= n; i++ {
+		once, err := p.RunOnce(ctx, p.runDir(o.Out, i))
 		if err != nil {
 			return nil, err
 		}
-		ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
 		passes = append(passes, once.StepTimes)
+		ex.add(once)
 		if once.Run == nil {
 			fmt.Fprintf(o.Stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(once.StepTimes), analysis.Summarize(once.StepTimes).Median)
 			continue
 		}
 		ex.Fingerprint = p.FP // with the versions the job reported (ranks.go)
-		ex.Runs = append(ex.Runs, once.Run)
-		ex.Docs = append(ex.Docs, once.Doc)
-		ex.Conditions = append(ex.Conditions, once.Conditions)
-		rss := ""
-		if once.MaxRSSBytes > 0 {
-			rss = fmt.Sprintf(", peak resident memory %.0f MiB", float64(once.MaxRSSBytes)/(1<<20))
-		}
-		fmt.Fprintf(o.Log, "gpugate: run %d/%d of %s: %d steps analyzed in %.1fs%s\n", i, w.Repeat, w.Name, len(once.Run[0].Steps), once.Duration.Seconds(), rss)
+		p.logRun(once, i, of)
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {
 		return ex, nil
@@ -321,6 +335,23 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		fmt.Fprintf(o.Log, "gpugate: profiling overhead %s (from the job's log)\n", report.OverheadText(ex.Overhead))
 	}
 	return ex, nil
+}
+
+// runDir is run i's artifacts folder: out itself for a single run, runN
+// when there are several or may be (repeat: auto).
+func (p *Plan) runDir(out string, i int) string {
+	if w := p.o.Workload; w.Repeat == 1 {
+		return out
+	}
+	return filepath.Join(out, fmt.Sprintf("run%d", i))
+}
+
+func (p *Plan) logRun(once *Once, i int, of string) {
+	rss := ""
+	if once.MaxRSSBytes > 0 {
+		rss = fmt.Sprintf(", peak resident memory %.0f MiB", float64(once.MaxRSSBytes)/(1<<20))
+	}
+	fmt.Fprintf(p.o.Log, "gpugate: run %d/%s of %s: %d steps analyzed in %.1fs%s\n", i, of, p.o.Workload.Name, len(once.Run[0].Steps), once.Duration.Seconds(), rss)
 }
 
 // AnalyzeFiles reads the traces (the ranks of one run) and analyzes each

@@ -57,6 +57,9 @@ type Thresholds struct {
 	// the per-pair log-ratios head/base. Without it, or when the two sides
 	// hold different numbers of runs, the runs are two independent samples.
 	Paired bool
+	// Auto says the candidate runs are sampled until decided (perf.yaml
+	// repeat: auto): advice names max_runs, not repeat.
+	Auto bool
 }
 
 // DefaultThresholds are the defaults.
@@ -351,6 +354,7 @@ func decide(w, lo, hi, limit float64, bounded bool) Verdict {
 // judge maps an interval on the comparison's scale to the result's
 // fields and the verdict.
 type judge struct {
+	auto    bool // repeat: auto
 	spec    Spec
 	log     bool
 	ref     float64 // the baseline: geometric mean (log) or mean (absolute) of its run means
@@ -431,7 +435,7 @@ func Compare(spec Spec, base, cand [][]float64, th Thresholds) Result {
 		r.Reason = "no runs with values on one side"
 		return r
 	}
-	j := judge{spec: spec, log: true, sign: 1, paired: paired, k: len(x), m: len(y), alpha: th.Alpha}
+	j := judge{spec: spec, log: true, sign: 1, paired: paired, auto: th.Auto, k: len(x), m: len(y), alpha: th.Alpha}
 	if spec.Better > 0 {
 		j.sign = -1
 	}
@@ -539,6 +543,9 @@ func (j judge) settle(r Result, iv interval) (string, int) {
 	}
 	if need > 0 {
 		how := fmt.Sprintf("candidate run(s) (perf.yaml repeat: %d)", j.m+need)
+		if j.auto {
+			how = fmt.Sprintf("candidate run(s) (perf.yaml max_runs: %d, or a larger budget)", j.m+need)
+		}
 		if j.paired {
 			how = fmt.Sprintf("pair(s) (ab -max-pairs %d, or a larger budget)", j.m+need)
 		}
@@ -551,7 +558,7 @@ func (j judge) settle(r Result, iv interval) (string, int) {
 			k, m := j.k+n, j.m+n
 			hw := TQuantile(1-j.alpha/2, float64(k+m-2)) * j.sd * math.Sqrt(1/float64(k)+1/float64(m))
 			if decideAt(j, iv.est, hw) != Inconclusive {
-				return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: about %d more run(s) on each side (gpugate baseline refresh -runs %d; perf.yaml repeat: %d) would settle it if the change stays where it is", lead, n, n, m), n
+				return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: about %d more run(s) on each side (gpugate baseline refresh -runs %d; perf.yaml %s: %d) would settle it if the change stays where it is", lead, n, n, map[bool]string{false: "repeat", true: "max_runs"}[j.auto], m), n
 			}
 		}
 	}

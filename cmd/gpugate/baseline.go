@@ -82,7 +82,7 @@ compared with.`,
 			if n <= 0 {
 				n = c.Baseline.Runs
 			}
-			w.Repeat = n
+			w.Repeat = config.Repeat(n)
 			oc, err := runWorkload(ctx, stdout, stderr, c, w, runOptions{db: *db, out: *outDir, record: true, nsys: nsysFlag(*nsysPath)})
 			if err != nil {
 				return err

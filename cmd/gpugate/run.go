@@ -41,8 +41,12 @@ given as -config FILE, as for gpugate run.`,
 			}
 			fmt.Fprintf(stdout, "%s: ok, %d workload(s); baseline %s, branch %s, last %d runs\n", escape.Terminal(args[0]), len(c.Workloads), escape.Terminal(baseline.Mask(c.Baseline.DB)), escape.Terminal(c.Baseline.Branch), c.Baseline.Runs)
 			for _, w := range c.Workloads {
-				fmt.Fprintf(stdout, "  %s: %s (profiler %s, warmup %d, measure %d steps, repeat %d, timeout %s)\n",
-					w.Name, escape.Terminal(fmt.Sprint(w.Command)), escape.Terminal(w.Profiler), w.WarmupSteps, w.MeasureSteps, w.Repeat, time.Duration(w.Timeout))
+				repeat := fmt.Sprint(int(w.Repeat))
+				if w.Repeat.Auto() {
+					repeat = fmt.Sprintf("auto: 1 to %d runs within %s", w.MaxRuns, time.Duration(w.Budget))
+				}
+				fmt.Fprintf(stdout, "  %s: %s (profiler %s, warmup %d, measure %d steps, repeat %s, timeout %s)\n",
+					w.Name, escape.Terminal(fmt.Sprint(w.Command)), escape.Terminal(w.Profiler), w.WarmupSteps, w.MeasureSteps, repeat, time.Duration(w.Timeout))
 			}
 			return nil
 		}

@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// AutoAlpha is the two-sided level that repeat: auto spends over its
+// looks, as ab does (DefaultABAlpha): one look after each candidate run,
+// from the first to max_runs, each at AutoAlpha/max_runs, so that the
+// chance of a false regression is at most 1% however the looks turn out
+// (Bonferroni; stats.TestSequentialRuns gives the simulated rates).
+const AutoAlpha = DefaultABAlpha
+
+// sampleRuns is repeat: auto. ex holds the first candidate run; after each
+// run it compares ex with the baseline at the look's level and stops at a
+// settled verdict, at the workload's max_runs, or when another run, at the
+// mean run time so far, would end past its budget. record stores each new
+// run as it is made. The report says how many runs were needed and why
+// sampling stopped.
+func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, record func() error) (*gate.Report, error) {
+	o, w := p.o, p.o.Workload
+	lookAlpha := AutoAlpha / float64(w.MaxRuns)
+	budget := time.Duration(w.Budget)
+	of := fmt.Sprintf("up to %d (repeat: auto)", w.MaxRuns)
+	var rep *gate.Report
+	stopped := ""
+	for {
+		var err error
+		if rep, err = Compare(o.Config, sel, ex, time.Now(), stats.Thresholds{Alpha: lookAlpha, Auto: true}); err != nil {
+			return nil, err
+		}
+		n := len(ex.Runs)
+		fmt.Fprintf(o.Log, "gpugate: look after %d run(s) against %d baseline run(s) (α=%.3g): %s\n", n, len(sel.Runs), lookAlpha, rep.Verdict)
+		if rep.Verdict != stats.Inconclusive {
+			stopped = fmt.Sprintf("decided after %d run(s): %s", n, rep.Verdict)
+			break
+		}
+		if n >= w.MaxRuns {
+			stopped = fmt.Sprintf("%d run(s), the most planned (max_runs)", n)
+			break
+		}
+		mean := ex.RunTime / time.Duration(n)
+		if elapsed := time.Since(ex.Start); elapsed+mean > budget {
+			stopped = fmt.Sprintf("budget spent: %d run(s) in %s, and another (about %s) would pass the %s budget", n, elapsed.Round(time.Second), mean.Round(time.Second), budget)
+			break
+		}
+		once, err := p.RunOnce(ctx, p.runDir(ex.Out, n+1))
+		if err != nil {
+			return nil, fmt.Errorf("repeat: auto, run %d: %w", n+1, err)
+		}
+		ex.add(once)
+		if once.Run == nil {
+			return nil, fmt.Errorf("repeat: auto, run %d: nothing was profiled", n+1)
+		}
+		p.logRun(once, n+1, of)
+		if err := record(); err != nil {
+			return nil, err
+		}
+	}
+	n := len(ex.Runs)
+	smp := &gate.Sampling{Unit: stats.UnitRun, Runs: n, MaxRuns: w.MaxRuns, MinRuns: 1, LookAlpha: lookAlpha,
+		BudgetSec: budget.Seconds(), WallSec: time.Since(ex.Start).Seconds(), Stopped: stopped}
+	for i := 1; i <= n; i++ {
+		smp.Order = append(smp.Order, fmt.Sprintf("R%d", i))
+	}
+	smp.RunSec = ex.RunTime.Seconds() / float64(n)
+	if rep.Verdict == stats.Inconclusive {
+		need := 0
+		for _, m := range rep.Metrics {
+			if m.Gate && m.Verdict == stats.Inconclusive {
+				need = max(need, m.NeedRuns)
+			}
+		}
+		if need > 0 && smp.RunSec > 0 {
+			more := time.Duration(float64(need)*smp.RunSec*float64(time.Second)) + time.Duration(smp.WallSec*float64(time.Second))
+			smp.Advice = fmt.Sprintf("about %d more run(s) would settle it, about %.0f more minute(s) of this machine: max_runs: %d, budget: %s",
+				need, math.Ceil(float64(need)*smp.RunSec/60), n+need, (more*6/5).Round(time.Minute)+time.Minute)
+		}
+	}
+	rep.Sampling = smp
+	rep.Noise += "; " + smp.String()
+	fmt.Fprintf(o.Log, "gpugate: repeat: auto stopped: %s\n", stopped)
+	if strings.TrimSpace(smp.Advice) != "" {
+		fmt.Fprintf(o.Log, "gpugate: %s\n", smp.Advice)
+	}
+	return rep, nil
+}
