@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -89,6 +91,9 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 		b.WriteString("\n\n")
 	}
 	WriteCompareMarkdown(&b, r)
+	if chart := runChart(r); chart != "" {
+		b.WriteString("\n<details><summary>Step time per run</summary>\n\n" + chart + "\n</details>\n")
+	}
 	if chart := stepChart(info.BaseSteps, info.CandSteps); chart != "" {
 		b.WriteString("\n<details><summary>Step time per step</summary>\n\n" + chart + "\n</details>\n")
 	}
@@ -153,6 +158,44 @@ func howToOpen(traces []string, omitted int) string {
 		fmt.Fprintf(&b, "- %d trace(s) were left out: over the trace size cap (action input `trace-size-cap`).\n", omitted)
 	}
 	return b.String()
+}
+
+// runChart draws the mean step time of each baseline run and each run of
+// this PR, in the order compared (b1 … bK, then PR1 … PRm), as bars, with
+// the baseline runs' mean as a line across: what the verdict rests on
+// (the run is the unit). Numbers only; "" without step_time or runs.
+func runChart(r *gate.Report) string {
+	var st *stats.Result
+	for i := range r.Metrics {
+		if r.Metrics[i].Name == "step_time" {
+			st = &r.Metrics[i]
+		}
+	}
+	if st == nil || len(st.Baseline.RunMeans) == 0 || len(st.Candidate.RunMeans) == 0 {
+		return ""
+	}
+	bm, cm := st.Baseline.RunMeans, st.Candidate.RunMeans
+	bm, cm = bm[max(0, len(bm)-maxSeries/2):], cm[:min(len(cm), maxSeries/2)]
+	var xs, bars, ref []string
+	var sum float64
+	for _, v := range bm {
+		sum += v
+	}
+	mean := sum / float64(len(bm))
+	for i, v := range append(slices.Clone(bm), cm...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return ""
+		}
+		label := fmt.Sprintf("\"b%d\"", i+1)
+		if i >= len(bm) {
+			label = fmt.Sprintf("\"PR%d\"", i-len(bm)+1)
+		}
+		xs = append(xs, label)
+		bars = append(bars, fmt.Sprintf("%.3f", v))
+		ref = append(ref, fmt.Sprintf("%.3f", mean))
+	}
+	return fmt.Sprintf("```mermaid\nxychart-beta\n    title \"mean step time per run (ms): %d baseline run(s), then this PR's %d; line: the baseline's mean\"\n    x-axis [%s]\n    y-axis \"ms\"\n    bar [%s]\n    line [%s]\n```\n",
+		len(bm), len(cm), strings.Join(xs, ", "), strings.Join(bars, ", "), strings.Join(ref, ", "))
 }
 
 // stepChart draws the step times of a baseline run and a candidate run,

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"github.com/gpugate/gpugate/internal/mdcheck"
 	"strings"
 	"testing"
@@ -113,6 +114,37 @@ func TestCommentBanners(t *testing.T) {
 	for _, want := range []string{"https://github.com/a/b/actions/runs/1/artifacts/2 ", "ui.perfetto.dev", "chrome://tracing", "Nsight Systems", "1 trace(s) were left out"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("evidence section lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// The comment charts the mean step time of each run compared: the
+// baseline's runs, then this PR's, with the baseline's mean as a line.
+func TestCommentRunChart(t *testing.T) {
+	r := &gate.Report{Verdict: stats.Regression, Metrics: []stats.Result{{Name: "step_time", Unit: "ms", Verdict: stats.Regression, Gate: true,
+		Baseline:  stats.Summary{RunMeans: []float64{10, 11, 12}},
+		Candidate: stats.Summary{RunMeans: []float64{15.5, 16.25}}}}}
+	var b bytes.Buffer
+	WriteComment(&b, r, CommentInfo{Marker: "<!-- gpugate:w -->"})
+	s := b.String()
+	for _, want := range []string{
+		"<details><summary>Step time per run</summary>",
+		"3 baseline run(s), then this PR's 2",
+		`x-axis ["b1", "b2", "b3", "PR1", "PR2"]`,
+		"bar [10.000, 11.000, 12.000, 15.500, 16.250]",
+		"line [11.000, 11.000, 11.000, 11.000, 11.000]",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("comment lacks %q:\n%s", want, s)
+		}
+	}
+	// A number that is not one draws no chart, and no run on a side none.
+	for _, cand := range [][]float64{{math.NaN()}, {}} {
+		r.Metrics[0].Candidate.RunMeans = cand
+		b.Reset()
+		WriteComment(&b, r, CommentInfo{Marker: "<!-- gpugate:w -->"})
+		if strings.Contains(b.String(), "Step time per run") {
+			t.Errorf("candidate %v: a chart was drawn:\n%s", cand, b.String())
 		}
 	}
 }

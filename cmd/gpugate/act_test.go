@@ -259,9 +259,11 @@ func TestActionUnderAct(t *testing.T) {
 	inComment, inReport := stepTimeDelta(t, comments[0].Body), stepTimeDelta(t, string(md))
 	var rep struct {
 		Metrics []struct {
-			Name     string   `json:"name"`
-			DeltaPct *float64 `json:"delta_pct"`
-			Verdict  string   `json:"verdict"`
+			Name      string   `json:"name"`
+			DeltaPct  *float64 `json:"delta_pct"`
+			Verdict   string   `json:"verdict"`
+			Baseline  struct{ RunMeans []float64 `json:"run_means"` } `json:"baseline"`
+			Candidate struct{ RunMeans []float64 `json:"run_means"` } `json:"candidate"`
 		} `json:"metrics"`
 	}
 	js, _ := os.ReadFile(filepath.Join(artifacts, "gpugate-demo", "report.json"))
@@ -278,6 +280,20 @@ func TestActionUnderAct(t *testing.T) {
 		t.Errorf("step_time Δ: comment %q, report.md %q, report.json %q (a step_time regression)", inComment, inReport, fromJSON)
 	}
 	t.Logf("step_time Δ in the comment and report.md: %s", inComment)
+	// The comment's per-run chart draws report.json's run means: the
+	// baseline's 3 recorded runs, then this PR's one.
+	for _, m := range rep.Metrics {
+		if m.Name != "step_time" {
+			continue
+		}
+		var bars []string
+		for _, v := range append(m.Baseline.RunMeans, m.Candidate.RunMeans...) {
+			bars = append(bars, fmt.Sprintf("%.3f", v))
+		}
+		if want := "bar [" + strings.Join(bars, ", ") + "]"; len(m.Baseline.RunMeans) != 3 || len(m.Candidate.RunMeans) != 1 || !strings.Contains(comments[0].Body, want) {
+			t.Errorf("the comment's per-run chart: want %q (3 baseline runs, 1 PR run) in\n%s", want, comments[0].Body)
+		}
+	}
 
 	// A push that fixes the loader: the same comment is edited to the new
 	// run's numbers (a pass, or on a loaded machine possibly another
