@@ -259,11 +259,15 @@ func TestActionUnderAct(t *testing.T) {
 	inComment, inReport := stepTimeDelta(t, comments[0].Body), stepTimeDelta(t, string(md))
 	var rep struct {
 		Metrics []struct {
-			Name      string   `json:"name"`
-			DeltaPct  *float64 `json:"delta_pct"`
-			Verdict   string   `json:"verdict"`
-			Baseline  struct{ RunMeans []float64 `json:"run_means"` } `json:"baseline"`
-			Candidate struct{ RunMeans []float64 `json:"run_means"` } `json:"candidate"`
+			Name     string   `json:"name"`
+			DeltaPct *float64 `json:"delta_pct"`
+			Verdict  string   `json:"verdict"`
+			Baseline struct {
+				RunMeans []float64 `json:"run_means"`
+			} `json:"baseline"`
+			Candidate struct {
+				RunMeans []float64 `json:"run_means"`
+			} `json:"candidate"`
 		} `json:"metrics"`
 	}
 	js, _ := os.ReadFile(filepath.Join(artifacts, "gpugate-demo", "report.json"))
