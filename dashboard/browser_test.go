@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +22,11 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/trace/kineto"
 )
 
 // browser starts Debian's chromium headless (scripts/setup-chromium.sh)
@@ -273,5 +279,63 @@ func TestBrowserHostile(t *testing.T) {
 		if h1 != text(w.Name) || finding != text(w.Name) {
 			t.Errorf("%q: heading %q, finding %q", w.Name, h1, finding)
 		}
+	}
+}
+
+// TestBrowserStepPicture: a run page draws its stored median step with one
+// lane per GPU stream that ran in that step (counted here from the trace's
+// own GPU operations) besides the host thread; the num_workers=0 run's GPU
+// waits on the data loader, and the picture says so.
+func TestBrowserStepPicture(t *testing.T) {
+	bctx := browser(t)
+	runs := resnetStore(t)
+	dir := t.TempDir()
+	if _, err := Write(dir, runs, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		run  baseline.Run
+		file string
+	}{{runs[0], resnet + "num_workers_4/worker0.1623213129365.pt.trace.json.gz"}, {runs[5], resnet + "num_workers_0/worker0.1623143089861.pt.trace.json.gz"}} {
+		p, err := kineto.ReadFile(fixtures.Path(t, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := analysis.Analyze(p, analysis.Options{})
+		st := r.Steps[report.MedianStep(r)]
+		want := []string{"host thread"}
+		seen := map[[2]int32]bool{}
+		var keys [][2]int32
+		for _, op := range p.GPU {
+			if k := [2]int32{op.Device, op.Stream}; op.End > st.Start && op.Start < st.End && !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		slices.SortFunc(keys, func(a, b [2]int32) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+		for _, k := range keys {
+			want = append(want, fmt.Sprintf("GPU %d stream %d", k[0], k[1]))
+		}
+		var lanes, idle []string
+		var boxes int
+		v := load(t, bctx, fmt.Sprintf("file://%s/run-%d.html", dir, c.run.ID), map[string]any{
+			`Array.from(document.querySelectorAll("svg.step g.lane"), e => e.dataset.lane)`:      &lanes,
+			`Array.from(document.querySelectorAll("svg.step g.idle title"), e => e.textContent)`: &idle,
+			`document.querySelectorAll("svg.step g.lane rect[fill]:not([fill=none])").length`:    &boxes,
+		})
+		if !slices.Equal(lanes, want) {
+			t.Errorf("run %d: lanes %q, want %q (the streams of its median step %s)", c.run.ID, lanes, want, st.Name)
+		}
+		if boxes == 0 {
+			t.Errorf("run %d: no box drawn", c.run.ID)
+		}
+		dataIdle := slices.ContainsFunc(idle, func(s string) bool { return strings.HasSuffix(s, ": data loader") })
+		if c.run.ID == runs[5].ID && !dataIdle {
+			t.Errorf("run %d (num_workers=0): no GPU idle gap put down to the data loader: %q", c.run.ID, idle)
+		}
+		if len(v.errors) > 0 || len(v.remote(dir, "")) > 0 {
+			t.Errorf("run %d: errors %q, network requests %q", c.run.ID, v.errors, v.remote(dir, ""))
+		}
+		t.Logf("run %d (%s): lanes %q, %d boxes, idle gaps %q", c.run.ID, st.Name, lanes, boxes, idle)
 	}
 }

@@ -42,7 +42,10 @@ func doc(t *testing.T, rel string) []byte {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := report.NewAnalysis([]*analysis.Result{analysis.Analyze(p, analysis.Options{})}).WriteJSON(&buf); err != nil {
+	r := analysis.Analyze(p, analysis.Options{})
+	an := report.NewAnalysis([]*analysis.Result{r})
+	an.MedianStep = report.StepLayout("this run", r) // as gpugate run stores it
+	if err := an.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
 	docs[rel] = buf.Bytes()
@@ -251,6 +254,15 @@ func hostileRun(t *testing.T, id int64, s string) baseline.Run {
 	p["devices"] = []any{map[string]any{"id": 0, "name": s}}
 	p["kernel_stats"] = []any{map[string]any{"name": s, "count": 1, "time_ns": 1000}}
 	p["findings"] = []any{map[string]any{"id": s, "severity": "high", "summary": s, "evidence": s, "suggestion": s, "share": 0.5}}
+	// A stored step picture forged to match: hostile title, names and
+	// kind, a box far outside its step, a name index that is not one.
+	d["median_step"] = map[string]any{"title": s, "span_ns": 1_000_000, "names": []any{s},
+		"lanes": []any{map[string]any{"name": s, "boxes": []any{
+			map[string]any{"s": 0, "e": 500_000, "k": s, "n": 0},
+			map[string]any{"s": 0, "e": 400_000, "k": "compute", "n": 0},
+			map[string]any{"s": -5, "e": int64(1e18), "k": "data", "n": 99},
+		}}},
+		"idle": []any{map[string]any{"s": 500_000, "e": 900_000, "k": "idle", "n": 0}}}
 	an, _ := json.Marshal(d)
 	return baseline.Run{ID: id, Workload: s, Branch: s, Commit: s, Created: time.Unix(1_700_000_000+id, 0), Kind: "baseline",
 		Profiler: s, FingerprintHash: s, Analysis: an, Version: s}
@@ -297,6 +309,9 @@ func TestHostileNames(t *testing.T) {
 		}
 		if !strings.Contains(run, `<td><code>`+esc(inDoc)+`</code></td><td>1</td>`) {
 			t.Errorf("workload %d %q: the kernel is not on its run page as escaped text", i, s)
+		}
+		if !strings.Contains(run, `<g class="lane" data-lane="`) || strings.Count(run, `<rect x=`) < 2 {
+			t.Errorf("workload %d %q: its forged step picture is not drawn", i, s)
 		}
 		for _, p := range []string{page, run} {
 			if strings.Contains(s, "<") && strings.Contains(p, s) {

@@ -216,7 +216,7 @@ Change points are found in each machine's baseline runs (E-divisive, permutation
 <table><tr><th>metric</th><th>median</th><th>p90</th><th>unit</th></tr>{{range .Rows}}<tr><td>{{.Name}}</td><td>{{.Median}}</td><td>{{.P90}}</td><td>{{.Unit}}</td></tr>{{end}}</table>
 {{end}}
 <h2>The median step</h2>
-{{with .R.Step}}{{.SVG}}{{else}}<p>No picture of this run's step: the store keeps each step's numbers, not its timeline. <code>gpugate run</code> writes <code>step.svg</code> into the evidence folder where the trace is at hand.</p>{{end}}
+{{with .R.Step}}{{.SVG}}{{else}}<p>No picture of this run's step: it was stored without its step's timeline (by a gpugate before v0.2.0, <code>baseline record</code> of an analysis document, or from a trace without steps).</p>{{end}}
 <h2>Findings</h2>
 {{with .Findings}}<table><tr><th>finding</th><th>severity</th><th>summary</th><th>evidence</th><th>suggestion</th></tr>
 {{range .}}<tr class="finding"><td><code>{{.ID}}</code></td><td>{{.Severity}}</td><td>{{.Summary}}</td><td>{{.Evidence}}</td><td>{{.Suggestion}}</td></tr>{{end}}</table>{{else}}<p>None.</p>{{end}}

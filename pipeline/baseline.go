@@ -46,6 +46,9 @@ type Selection struct {
 	// Conditions are the runs' stored run conditions, nil for a run
 	// recorded without.
 	Conditions []*gate.Conditions
+	// MedianSteps are the runs' stored median steps (step.svg), nil for
+	// a run stored without one.
+	MedianSteps []*report.StepTimeline
 	// Commits are the short commits of the picked runs, newest first.
 	Commits []string
 	Newest  time.Time
@@ -140,6 +143,7 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		sel.Stored = append(sel.Stored, s)
 		sel.Runs = append(sel.Runs, doc.Results())
 		sel.Conditions = append(sel.Conditions, cond)
+		sel.MedianSteps = append(sel.MedianSteps, doc.MedianStep)
 		sel.Commits = append(sel.Commits, Short(s.Commit))
 		if s.Created.After(sel.Newest) {
 			sel.Newest = s.Created
@@ -481,7 +485,15 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 	}
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", escape.Terminal(desc))
-	return &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}, nil
+	oc := &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}
+	for i, ms := range sel.MedianSteps {
+		if ms != nil {
+			oc.BaseStep = ms
+			oc.BaseStep.Label = fmt.Sprintf("baseline (stored run %d)", sel.Stored[i].ID)
+			break
+		}
+	}
+	return oc, nil
 }
 
 // noBaseline is the outcome of a run with nothing stored to compare with:

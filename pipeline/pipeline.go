@@ -99,6 +99,9 @@ type Outcome struct {
 	// RecordCommand is set with verdict no-baseline: the command that
 	// records a baseline.
 	RecordCommand string
+	// BaseStep is the median step of a stored baseline run (the newest
+	// that has one), for step.svg: stored runs keep no trace.
+	BaseStep *report.StepTimeline
 }
 
 // Execution is the runs of a workload, analyzed.
@@ -257,6 +260,11 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	doc := report.NewAnalysis(results)
 	if res.MaxRSSBytes > 0 {
 		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes}
+	}
+	if len(results) > 0 {
+		// The first profile's median step, laid out: the dashboard's
+		// run page and a later comparison draw a stored run from it.
+		doc.MedianStep = report.StepLayout("this run", results[0])
 	}
 	var buf bytes.Buffer
 	if err := doc.WriteJSON(&buf); err != nil {

@@ -31,6 +31,11 @@ type Analysis struct {
 	// Job is what gpugate run measured of the job itself; absent from
 	// gpugate analyze's output.
 	Job *Job `json:"job,omitempty"`
+	// MedianStep is the first profile's median step as StepSVG lays it
+	// out; gpugate run stores it with the run (the dashboard's run page
+	// and a later comparison's step.svg draw it); absent from gpugate
+	// analyze's output.
+	MedianStep *StepTimeline `json:"median_step,omitempty"`
 }
 
 // Job is what the runner measured of the job's processes.

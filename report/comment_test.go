@@ -2,8 +2,8 @@ package report
 
 import (
 	"bytes"
-	"math"
 	"github.com/gpugate/gpugate/internal/mdcheck"
+	"math"
 	"strings"
 	"testing"
 

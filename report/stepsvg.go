@@ -59,6 +59,105 @@ const (
 	colIdle    = "#fbe3d6"
 )
 
+// StepTimeline is the layout of one median step: what StepSVG draws for
+// a side. gpugate run stores the candidate's in the run's analysis
+// document (Analysis.MedianStep), so that the dashboard and a later
+// comparison can draw a stored run's step; such a document is read from
+// a store anyone may have imported into, so RenderStepSVG trusts none of
+// it: kinds pick colours from a fixed table, names are escaped, numbers
+// are clamped to the step.
+type StepTimeline struct {
+	Title string `json:"title"` // e.g. "ProfilerStep#7, 12.30 ms (median of the kept steps)"
+	// Label names the side when drawn ("baseline", "candidate"); set by
+	// whoever draws it, not stored.
+	Label  string `json:"-"`
+	SpanNS int64  `json:"span_ns"` // the step's GPU window: every box is within [0, span_ns]
+	// Names are the boxes' texts, each once (a box refers to one by
+	// index): kernel names repeat hundreds of times in a step.
+	Names []string   `json:"names"`
+	Lanes []StepLane `json:"lanes"` // the host thread first, then one per GPU stream
+	Idle  []StepBox  `json:"idle"`  // the GPU's idle gaps (kind "idle"), named by their cause
+	// Merged counts boxes drawn together with a neighbour of their kind
+	// (MaxStepBoxes): 0 when every box is its own.
+	Merged int `json:"merged,omitempty"`
+
+	idx map[string]int // Names' indexes, while laid out
+}
+
+// StepLane is one lane of a StepTimeline.
+type StepLane struct {
+	Name  string    `json:"name"`
+	Boxes []StepBox `json:"boxes"`
+}
+
+// StepBox is an interval of a lane, in ns from the step's start, of a
+// kind: host, data, sync, compute, comm, copy or idle. Name indexes the
+// timeline's Names; Count, when above 1, is how many operations of the
+// kind it draws as one (StepTimeline.merge).
+type StepBox struct {
+	Start int64  `json:"s"`
+	End   int64  `json:"e"`
+	Kind  string `json:"k"`
+	Name  int    `json:"n"`
+	Count int    `json:"c,omitempty"`
+}
+
+// maxStepName bounds a stored name, in runes (C++ kernel names run to
+// thousands).
+const maxStepName = 160
+
+// name is the index of s in g.Names, added when new.
+func (g *StepTimeline) name(s string) int {
+	if r := []rune(s); len(r) > maxStepName {
+		s = string(r[:maxStepName-1]) + "…"
+	}
+	if g.idx == nil {
+		g.idx = map[string]int{}
+	}
+	if i, ok := g.idx[s]; ok {
+		return i
+	}
+	g.Names = append(g.Names, s)
+	g.idx[s] = len(g.Names) - 1
+	return len(g.Names) - 1
+}
+
+// label is what a box's tooltip says.
+func (g *StepTimeline) label(b StepBox) string {
+	n := ""
+	if b.Name >= 0 && b.Name < len(g.Names) {
+		n = g.Names[b.Name]
+	}
+	ms := float64(b.End-b.Start) / 1e6
+	switch {
+	case b.Count > 1:
+		return fmt.Sprintf("%d %s operations drawn as one, %.3f ms in all", b.Count, b.Kind, ms)
+	case b.Kind == "host":
+		return "host: the step's CPU side"
+	case b.Kind == "data":
+		return "data-loader wait: " + n
+	case b.Kind == "sync":
+		return "sync: " + n
+	case b.Kind == "idle":
+		return fmt.Sprintf("GPU idle %.2f ms: %s", ms, n)
+	}
+	return fmt.Sprintf("%s (%.3f ms)", n, ms)
+}
+
+// Box kinds and their colours.
+var stepColors = map[string]string{
+	"host": colHost, "data": colData, "sync": colSync,
+	"compute": colCompute, "comm": colComm, "copy": colCopy, "idle": colIdle,
+}
+
+// Bounds of a picture: lanes drawn, and boxes kept per timeline (above
+// it, neighbouring boxes of a kind on a lane are drawn as one, as they
+// would share a pixel: 810 px across a step).
+const (
+	MaxStepLanes = 64
+	MaxStepBoxes = 600
+)
+
 // StepSVG writes a picture of the median step of each side as a
 // standalone SVG document: every side on one time axis (from its step's
 // start), a host lane (the step's host thread: data-loader waits and
@@ -71,97 +170,143 @@ const (
 // (escape.Terminal, so that no control character reaches an XML parser)
 // and then XML-escaped; file names are never built from them.
 func StepSVG(w io.Writer, sides []StepSide) error {
-	type lane struct {
-		name  string
-		boxes []box
-	}
-	type group struct {
-		title string
-		lanes []lane
-		idle  []box
-		span  int64
-	}
-	var groups []group
-	var span int64
+	var tls []*StepTimeline
 	for _, sd := range sides {
-		r := sd.Result
-		i := MedianStep(r)
-		if i < 0 {
+		if tl := StepLayout(sd.Label, sd.Result); tl != nil {
+			tls = append(tls, tl)
+		}
+	}
+	return RenderStepSVG(w, tls)
+}
+
+// StepLayout lays out the median step of r (MedianStep) under label; nil
+// when r has no step or no profile.
+func StepLayout(label string, r *analysis.Result) *StepTimeline {
+	i := MedianStep(r)
+	if i < 0 || r.Profile == nil {
+		return nil
+	}
+	st := r.Steps[i]
+	p := r.Profile
+	g := &StepTimeline{Label: label, Title: fmt.Sprintf("%s, %.2f ms (median of the kept steps)", st.Name, float64(st.StepTime())/1e6), SpanNS: st.End - st.Start}
+	t0 := st.Start
+	// The host lane is the thread that ran the step's marker, or
+	// every thread when steps were inferred.
+	thread := int64(-1)
+	for _, rg := range p.Ranges {
+		if rg.Start == st.HostStart && analysis.DefaultStepPattern.MatchString(p.Names.String(rg.Name)) {
+			thread = rg.Thread
+			break
+		}
+	}
+	host := StepLane{Name: "host thread", Boxes: []StepBox{{st.HostStart - t0, st.HostEnd - t0, "host", g.name(""), 0}}}
+	for _, rg := range p.Ranges {
+		if rg.End <= st.Start || rg.Start >= st.End || (thread >= 0 && rg.Thread != thread) {
 			continue
 		}
-		st := r.Steps[i]
-		p := r.Profile
-		g := group{title: fmt.Sprintf("%s: %s, %.2f ms (median of the kept steps)", sd.Label, st.Name, float64(st.StepTime())/1e6), span: st.End - st.Start}
-		t0 := st.Start
-		// The host lane is the thread that ran the step's marker, or
-		// every thread when steps were inferred.
-		thread := int64(-1)
-		for _, rg := range p.Ranges {
-			if rg.Start == st.HostStart && analysis.DefaultStepPattern.MatchString(p.Names.String(rg.Name)) {
-				thread = rg.Thread
-				break
-			}
+		name := p.Names.String(rg.Name)
+		switch {
+		case analysis.DefaultDataPattern.MatchString(name):
+			host.Boxes = append(host.Boxes, StepBox{rg.Start - t0, rg.End - t0, "data", g.name(name), 0})
+		case analysis.DefaultSyncProxyPattern.MatchString(name):
+			host.Boxes = append(host.Boxes, StepBox{rg.Start - t0, rg.End - t0, "sync", g.name(name), 0})
 		}
-		host := lane{name: "host thread", boxes: []box{{st.HostStart - t0, st.HostEnd - t0, colHost, "host: the step's CPU side"}}}
-		for _, rg := range p.Ranges {
-			if rg.End <= st.Start || rg.Start >= st.End || (thread >= 0 && rg.Thread != thread) {
+	}
+	for _, a := range p.API {
+		if a.End <= st.Start || a.Start >= st.End || (thread >= 0 && a.Thread != thread) {
+			continue
+		}
+		if name := p.Names.String(a.Name); trace.SyncAPI(name) {
+			host.Boxes = append(host.Boxes, StepBox{a.Start - t0, a.End - t0, "sync", g.name(name), 0})
+		}
+	}
+	g.Lanes = append(g.Lanes, host)
+	streams := map[[2]int32][]StepBox{}
+	var keys [][2]int32
+	var busy []StepBox
+	for _, op := range p.GPU {
+		if op.End <= st.Start || op.Start >= st.End {
+			continue
+		}
+		name := p.Names.String(op.Name)
+		k, kind := "compute", "kernel"
+		switch {
+		case op.Kind == trace.Memcpy || op.Kind == trace.Memset:
+			k, kind = "copy", op.Kind.String()
+			if op.Kind == trace.Memcpy {
+				kind += " " + op.Copy.String()
+			}
+		case analysis.DefaultCommPattern.MatchString(name):
+			k, kind = "comm", "communication"
+		}
+		key := [2]int32{op.Device, op.Stream}
+		if _, ok := streams[key]; !ok {
+			keys = append(keys, key)
+		}
+		b := StepBox{max(op.Start, st.Start) - t0, min(op.End, st.End) - t0, k, g.name(kind + ": " + name), 0}
+		streams[key] = append(streams[key], b)
+		busy = append(busy, b)
+	}
+	slices.SortFunc(keys, func(a, b [2]int32) int {
+		if a[0] != b[0] {
+			return int(a[0] - b[0])
+		}
+		return int(a[1] - b[1])
+	})
+	for _, k := range keys {
+		g.Lanes = append(g.Lanes, StepLane{Name: fmt.Sprintf("GPU %d stream %d", k[0], k[1]), Boxes: streams[k]})
+	}
+	g.Idle = g.idleGaps(busy, host.Boxes[1:])
+	g.merge()
+	return g
+}
+
+// merge draws neighbouring boxes of a kind on a lane as one while the
+// timeline holds more than MaxStepBoxes: first those within 1/1000 of the
+// step of each other, then ever wider.
+func (g *StepTimeline) merge() {
+	total := func() int {
+		n := len(g.Idle)
+		for _, l := range g.Lanes {
+			n += len(l.Boxes)
+		}
+		return n
+	}
+	for gap := max(g.SpanNS/1000, 1); total() > MaxStepBoxes && gap < 2*max(g.SpanNS, 1); gap *= 2 {
+		for li := range g.Lanes {
+			l := &g.Lanes[li]
+			if li == 0 { // the host lane's boxes overlap by design
 				continue
 			}
-			name := p.Names.String(rg.Name)
-			switch {
-			case analysis.DefaultDataPattern.MatchString(name):
-				host.boxes = append(host.boxes, box{rg.Start - t0, rg.End - t0, colData, "data-loader wait: " + name})
-			case analysis.DefaultSyncProxyPattern.MatchString(name):
-				host.boxes = append(host.boxes, box{rg.Start - t0, rg.End - t0, colSync, "sync: " + name})
-			}
-		}
-		for _, a := range p.API {
-			if a.End <= st.Start || a.Start >= st.End || (thread >= 0 && a.Thread != thread) {
-				continue
-			}
-			if name := p.Names.String(a.Name); trace.SyncAPI(name) {
-				host.boxes = append(host.boxes, box{a.Start - t0, a.End - t0, colSync, "sync call: " + name})
-			}
-		}
-		g.lanes = append(g.lanes, host)
-		streams := map[[2]int32][]box{}
-		var keys [][2]int32
-		var busy []box
-		for _, op := range p.GPU {
-			if op.End <= st.Start || op.Start >= st.End {
-				continue
-			}
-			name := p.Names.String(op.Name)
-			col, kind := colCompute, "kernel"
-			switch {
-			case op.Kind == trace.Memcpy || op.Kind == trace.Memset:
-				col, kind = colCopy, op.Kind.String()
-				if op.Kind == trace.Memcpy {
-					kind += " " + op.Copy.String()
+			var out []StepBox
+			for _, b := range l.Boxes {
+				if k := len(out) - 1; k >= 0 && out[k].Kind == b.Kind && b.Start-out[k].End <= gap {
+					out[k].End = max(out[k].End, b.End)
+					out[k].Count = max(out[k].Count, 1) + max(b.Count, 1)
+					g.Merged++
+					continue
 				}
-			case analysis.DefaultCommPattern.MatchString(name):
-				col, kind = colComm, "communication"
+				out = append(out, b)
 			}
-			k := [2]int32{op.Device, op.Stream}
-			if _, ok := streams[k]; !ok {
-				keys = append(keys, k)
-			}
-			b := box{max(op.Start, st.Start) - t0, min(op.End, st.End) - t0, col, fmt.Sprintf("%s: %s (%.3f ms)", kind, name, float64(op.End-op.Start)/1e6)}
-			streams[k] = append(streams[k], b)
-			busy = append(busy, b)
+			l.Boxes = out
 		}
-		slices.SortFunc(keys, func(a, b [2]int32) int {
-			if a[0] != b[0] {
-				return int(a[0] - b[0])
-			}
-			return int(a[1] - b[1])
-		})
-		for _, k := range keys {
-			g.lanes = append(g.lanes, lane{name: fmt.Sprintf("GPU %d stream %d", k[0], k[1]), boxes: streams[k]})
+	}
+}
+
+// RenderStepSVG draws timelines (StepLayout, or read back from a stored
+// document) as one SVG on one time axis. Nothing in them is trusted: a
+// box of an unknown kind or outside its step is not drawn, lanes past
+// MaxStepLanes are not drawn (the picture says so), and every name is
+// escaped (xmlText).
+func RenderStepSVG(w io.Writer, timelines []*StepTimeline) error {
+	var groups []*StepTimeline
+	var span int64
+	for _, g := range timelines {
+		if g == nil || g.SpanNS <= 0 || len(g.Lanes) == 0 {
+			continue
 		}
-		g.idle = idleGaps(busy, g.span, host.boxes[1:])
 		groups = append(groups, g)
-		span = max(span, g.span)
+		span = max(span, g.SpanNS)
 	}
 	const (
 		width   = 960.0
@@ -172,7 +317,10 @@ func StepSVG(w io.Writer, sides []StepSide) error {
 	)
 	height := 30.0
 	for _, g := range groups {
-		height += 40 + float64(len(g.lanes))*(laneH+laneGap)
+		height += 40 + float64(min(len(g.Lanes), MaxStepLanes))*(laneH+laneGap)
+		if len(g.Lanes) > MaxStepLanes || g.Merged > 0 {
+			height += 16
+		}
 	}
 	height += 30
 	x := func(t int64) float64 {
@@ -186,26 +334,42 @@ func StepSVG(w io.Writer, sides []StepSide) error {
 	fmt.Fprintf(&b, `<text x="%.0f" y="16" font-weight="bold">One median step per side, on one time axis (0 to %.2f ms)</text>`+"\n", left, float64(span)/1e6)
 	y := 30.0
 	for _, g := range groups {
-		fmt.Fprintf(&b, `<g class="side"><text x="4" y="%.1f" font-weight="bold">%s</text>`+"\n", y+14, xmlText(g.title))
+		fmt.Fprintf(&b, `<g class="side"><text x="4" y="%.1f" font-weight="bold">%s</text>`+"\n", y+14, xmlText(strings.TrimPrefix(g.Label+": ", ": ")+g.Title))
 		y += 22
 		top := y
-		for _, l := range g.lanes {
-			fmt.Fprintf(&b, `<g class="lane" data-lane="%s"><text x="4" y="%.1f">%s</text><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#ddd"/>`, xmlText(l.name), y+13, xmlText(l.name), left, y, x(g.span)-left, laneH)
-			for _, bx := range l.boxes {
+		for _, l := range g.Lanes[:min(len(g.Lanes), MaxStepLanes)] {
+			fmt.Fprintf(&b, `<g class="lane" data-lane="%s"><text x="4" y="%.1f">%s</text><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#ddd"/>`, xmlText(l.Name), y+13, xmlText(l.Name), left, y, x(g.SpanNS)-left, laneH)
+			for _, bx := range l.Boxes {
+				col, ok := stepColors[bx.Kind]
 				// Host ranges may start before the step's GPU window
 				// or end after it: the picture is of the window.
-				bx.start, bx.end = max(bx.start, 0), min(bx.end, g.span)
-				if bx.end <= bx.start {
+				bx.Start, bx.End = max(bx.Start, 0), min(bx.End, g.SpanNS)
+				if !ok || bx.Kind == "idle" || bx.End <= bx.Start {
 					continue
 				}
-				fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"><title>%s</title></rect>`, x(bx.start), y+1, max(0.5, x(bx.end)-x(bx.start)), laneH-2, bx.color, xmlText(bx.label))
+				fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"><title>%s</title></rect>`, x(bx.Start), y+1, max(0.5, x(bx.End)-x(bx.Start)), laneH-2, col, xmlText(g.label(bx)))
 			}
 			b.WriteString("</g>\n")
 			y += laneH + laneGap
 		}
-		for _, gap := range g.idle {
+		for _, gap := range g.Idle {
+			gap.Start, gap.End = max(gap.Start, 0), min(gap.End, g.SpanNS)
+			if gap.End <= gap.Start || len(g.Lanes) < 2 {
+				continue
+			}
 			fmt.Fprintf(&b, `<g class="idle"><rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" fill-opacity="0.6"/><text x="%.2f" y="%.1f" font-size="10">%s</text><title>%s</title></g>`+"\n",
-				x(gap.start), top+laneH+laneGap, x(gap.end)-x(gap.start), y-top-laneH-laneGap, colIdle, x(gap.start)+2, y+10, xmlText(gap.label), xmlText(gap.label))
+				x(gap.Start), top+laneH+laneGap, x(gap.End)-x(gap.Start), y-top-laneH-laneGap, colIdle, x(gap.Start)+2, y+10, xmlText(g.label(gap)), xmlText(g.label(gap)))
+		}
+		if len(g.Lanes) > MaxStepLanes || g.Merged > 0 {
+			var notes []string
+			if n := len(g.Lanes) - MaxStepLanes; n > 0 {
+				notes = append(notes, fmt.Sprintf("%d more lane(s) not drawn", n))
+			}
+			if g.Merged > 0 {
+				notes = append(notes, fmt.Sprintf("%d operation(s) drawn together with a neighbour of their kind", g.Merged))
+			}
+			fmt.Fprintf(&b, `<text x="4" y="%.1f" font-size="10">%s</text>`+"\n", y+24, xmlText(strings.Join(notes, "; ")))
+			y += 16
 		}
 		b.WriteString("</g>\n")
 		y += 18
@@ -219,18 +383,12 @@ func StepSVG(w io.Writer, sides []StepSide) error {
 	return err
 }
 
-// box is an interval of a lane, relative to the step's start.
-type box struct {
-	start, end int64
-	color      string
-	label      string
-}
-
 // idleGaps are the gaps of at least 2% of the step in which no stream ran,
 // with their cause: what the host lane did over most of the gap.
-func idleGaps(busy []box, span int64, host []box) []box {
-	slices.SortFunc(busy, func(a, b box) int { return int(sign(a.start - b.start)) })
-	var out []box
+func (g *StepTimeline) idleGaps(busy []StepBox, host []StepBox) []StepBox {
+	span := g.SpanNS
+	slices.SortFunc(busy, func(a, b StepBox) int { return int(sign(a.Start - b.Start)) })
+	var out []StepBox
 	t := int64(0)
 	add := func(s, e int64) {
 		if e-s < span/50 || e <= s {
@@ -239,11 +397,11 @@ func idleGaps(busy []box, span int64, host []box) []box {
 		cause := "host: the next kernel was not launched yet"
 		var data, sync int64
 		for _, h := range host {
-			ov := min(e, h.end) - max(s, h.start)
+			ov := min(e, h.End) - max(s, h.Start)
 			if ov <= 0 {
 				continue
 			}
-			if h.color == colData {
+			if h.Kind == "data" {
 				data += ov
 			} else {
 				sync += ov
@@ -255,13 +413,13 @@ func idleGaps(busy []box, span int64, host []box) []box {
 		case sync*2 >= e-s:
 			cause = "sync call"
 		}
-		out = append(out, box{s, e, colIdle, fmt.Sprintf("GPU idle %.2f ms: %s", float64(e-s)/1e6, cause)})
+		out = append(out, StepBox{s, e, "idle", g.name(cause), 0})
 	}
 	for _, b := range busy {
-		if b.start > t {
-			add(t, b.start)
+		if b.Start > t {
+			add(t, b.Start)
 		}
-		t = max(t, b.end)
+		t = max(t, b.End)
 	}
 	add(t, span)
 	return out

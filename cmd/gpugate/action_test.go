@@ -147,6 +147,12 @@ func TestActionCommand(t *testing.T) {
 			t.Errorf("artifact folder lacks %s: %v", p, err)
 		}
 	}
+	// The picture draws the stored baseline run's median step (stored
+	// with the run: no trace of it is at hand) above this run's.
+	if svg, _ := os.ReadFile(filepath.Join(art, "step.svg")); !bytes.Contains(svg, []byte(">baseline (stored run ")) || !bytes.Contains(svg, []byte(">candidate: ")) ||
+		bytes.Count(svg, []byte(`<g class="lane" data-lane="host thread">`)) != 2 {
+		t.Errorf("step.svg does not draw both sides:\n%.2000s", svg)
+	}
 	res, _ := os.ReadFile(filepath.Join(art, "gpugate-result.json"))
 	if bytes.Contains(res, []byte("<!--")) || bytes.Contains(res, []byte("### gpugate")) || !bytes.Contains(res, []byte(`"metrics"`)) {
 		t.Errorf("gpugate-result.json is not plain data:\n%.300s", res)

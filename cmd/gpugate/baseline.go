@@ -144,6 +144,9 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 			}
 			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
 			doc := report.NewAnalysis(results)
+			if len(results) > 0 {
+				doc.MedianStep = report.StepLayout("this run", results[0]) // as gpugate run stores it
+			}
 			var buf bytes.Buffer
 			if err := doc.WriteJSON(&buf); err != nil {
 				return err

@@ -13,8 +13,8 @@ import (
 // The example workflows keep the properties the README promises of them.
 func TestExampleWorkflows(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(repoRoot(t), "examples", "workflows", "*.yml"))
-	if len(files) != 4 {
-		t.Fatalf("%d example workflows, want 4", len(files))
+	if len(files) != 5 {
+		t.Fatalf("%d example workflows, want 5", len(files))
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -41,6 +41,8 @@ func TestExampleWorkflows(t *testing.T) {
 			continue
 		}
 		name := filepath.Base(f)
+		// The scheduled workflows run main, not a pull request.
+		nightly := name == "gpugate-nightly.yml" || name == "gpugate-pages.yml"
 		// Concurrency at job level, after the job's if: at workflow level an
 		// event the job ignores (an unrelated label) cancels a running GPU
 		// job.
@@ -63,13 +65,13 @@ func TestExampleWorkflows(t *testing.T) {
 				t.Errorf("%s: a job without a permissions block", name)
 			}
 			g := j.Concurrency.Group
-			if !strings.HasSuffix(g, "-train") || name != "gpugate-nightly.yml" && !strings.Contains(g, "${{ github.event.") {
+			if !strings.HasSuffix(g, "-train") || !nightly && !strings.Contains(g, "${{ github.event.") {
 				t.Errorf("%s: concurrency group %q is not keyed by the pull request (or run) and the workload", name, g)
 			}
 			for _, st := range j.Steps {
 				// The baseline is picked at the merge-base (docs/baseline.md):
 				// a pull request's checkout needs the history.
-				if strings.HasPrefix(st.Uses, "actions/checkout@") && name != "gpugate-nightly.yml" && st.With["fetch-depth"] != "0" {
+				if strings.HasPrefix(st.Uses, "actions/checkout@") && !nightly && st.With["fetch-depth"] != "0" {
 					t.Errorf("%s: shallow checkout (fetch-depth %q)", name, st.With["fetch-depth"])
 				}
 				if strings.HasPrefix(st.Uses, "gpugate/gpugate@") && st.With["mode"] != "comment" && st.With["workload"] != "train" {
@@ -77,6 +79,14 @@ func TestExampleWorkflows(t *testing.T) {
 				}
 			}
 			switch name {
+			case "gpugate-pages.yml":
+				// Issue 22: the dashboard, built after the refresh and
+				// deployed by a job that runs nothing else.
+				for _, want := range []string{"gpugate dashboard -db \"$DB\" -out site", "actions/upload-pages-artifact@v3", "actions/deploy-pages@v4", "pages: write", "id-token: write", "needs: refresh", "mode: refresh"} {
+					if !strings.Contains(s, want) {
+						t.Errorf("%s lacks %q", name, want)
+					}
+				}
 			case "gpugate-fork-safe-comment.yml":
 				if !strings.Contains(j.If, "workflow_run.conclusion == 'success'") {
 					t.Errorf("%s: no conclusion == 'success' guard", name)
