@@ -282,17 +282,9 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	if len(baseRuns) > 0 {
 		smp.PairSec = measured.Seconds() / float64(len(baseRuns))
 	}
-	if rep.Verdict == stats.Inconclusive {
-		need := 0
-		for _, m := range rep.Metrics {
-			if m.Gate && m.Verdict == stats.Inconclusive {
-				need = max(need, m.NeedRuns)
-			}
-		}
-		if need > 0 && smp.PairSec > 0 {
-			smp.Advice = fmt.Sprintf("about %d more pair(s) would settle it, about %.0f more minute(s) of this machine: -max-pairs %d -budget %s",
-				need, math.Ceil(float64(need)*smp.PairSec/60), len(baseRuns)+need, (time.Duration(smp.WallSec+float64(need)*smp.PairSec*1.2)*time.Second).Round(time.Minute)+time.Minute)
-		}
+	if need := moreNeeded(rep); need > 0 && smp.PairSec > 0 {
+		smp.Advice = fmt.Sprintf("about %d more pair(s) would settle it, about %.0f more minute(s) of this machine: -max-pairs %d -budget %s",
+			need, math.Ceil(float64(need)*smp.PairSec/60), len(baseRuns)+need, (time.Duration(smp.WallSec+float64(need)*smp.PairSec*1.2)*time.Second).Round(time.Minute)+time.Minute)
 	}
 	rep.Sampling = smp
 	rep.Noise += "; " + smp.String()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
@@ -71,24 +70,31 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		smp.Order = append(smp.Order, fmt.Sprintf("R%d", i))
 	}
 	smp.RunSec = ex.RunTime.Seconds() / float64(n)
-	if rep.Verdict == stats.Inconclusive {
-		need := 0
-		for _, m := range rep.Metrics {
-			if m.Gate && m.Verdict == stats.Inconclusive {
-				need = max(need, m.NeedRuns)
-			}
-		}
-		if need > 0 && smp.RunSec > 0 {
-			more := time.Duration(float64(need)*smp.RunSec*float64(time.Second)) + time.Duration(smp.WallSec*float64(time.Second))
-			smp.Advice = fmt.Sprintf("about %d more run(s) would settle it, about %.0f more minute(s) of this machine: max_runs: %d, budget: %s",
-				need, math.Ceil(float64(need)*smp.RunSec/60), n+need, (more*6/5).Round(time.Minute)+time.Minute)
-		}
+	if need := moreNeeded(rep); need > 0 && smp.RunSec > 0 {
+		more := time.Duration(float64(need)*smp.RunSec*float64(time.Second)) + time.Duration(smp.WallSec*float64(time.Second))
+		smp.Advice = fmt.Sprintf("about %d more run(s) would settle it, about %.0f more minute(s) of this machine: max_runs: %d, budget: %s",
+			need, math.Ceil(float64(need)*smp.RunSec/60), n+need, (more*6/5).Round(time.Minute)+time.Minute)
 	}
 	rep.Sampling = smp
 	rep.Noise += "; " + smp.String()
 	fmt.Fprintf(o.Log, "gpugate: repeat: auto stopped: %s\n", stopped)
-	if strings.TrimSpace(smp.Advice) != "" {
+	if smp.Advice != "" {
 		fmt.Fprintf(o.Log, "gpugate: %s\n", smp.Advice)
 	}
 	return rep, nil
+}
+
+// moreNeeded is, for an inconclusive verdict, the most runs (or pairs) any
+// inconclusive gate metric says would settle it; 0 otherwise.
+func moreNeeded(rep *gate.Report) int {
+	need := 0
+	if rep.Verdict != stats.Inconclusive {
+		return 0
+	}
+	for _, m := range rep.Metrics {
+		if m.Gate && m.Verdict == stats.Inconclusive {
+			need = max(need, m.NeedRuns)
+		}
+	}
+	return need
 }
