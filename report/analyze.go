@@ -3,6 +3,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -311,22 +312,12 @@ func newRanks(ps []Profile) *Ranks {
 		}
 		rk.PerRank = append(rk.PerRank, st)
 	}
-	rk.Slowest = slices.MaxFunc(rk.PerRank, func(a, b RankStat) int { return cmpFloat(a.StepTimeMs, b.StepTimeMs) })
-	rk.Fastest = slices.MinFunc(rk.PerRank, func(a, b RankStat) int { return cmpFloat(a.StepTimeMs, b.StepTimeMs) })
+	rk.Slowest = slices.MaxFunc(rk.PerRank, func(a, b RankStat) int { return cmp.Compare(a.StepTimeMs, b.StepTimeMs) })
+	rk.Fastest = slices.MinFunc(rk.PerRank, func(a, b RankStat) int { return cmp.Compare(a.StepTimeMs, b.StepTimeMs) })
 	if rk.Fastest.StepTimeMs > 0 {
 		rk.SpreadPct = 100 * (rk.Slowest.StepTimeMs - rk.Fastest.StepTimeMs) / rk.Fastest.StepTimeMs
 	}
 	return rk
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // WriteJSON writes the document as indented JSON.

@@ -1,6 +1,7 @@
 package nsys
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -15,11 +16,11 @@ import (
 // Rows that compare equal keep their table order. Where the rows are far
 // from sorted (more runs than one per 16 rows), or too many for 32-bit
 // indexes, it leaves them to slices.SortFunc.
-func sortRuns[T any](xs []T, pid func(*T) int32, cmp func(a, b *T) int) {
+func sortRuns[T any](xs []T, pid func(*T) int32, order func(a, b *T) int) {
 	n := len(xs)
 	sorted := true
 	for i := 1; i < n; i++ {
-		if cmp(&xs[i-1], &xs[i]) > 0 {
+		if order(&xs[i-1], &xs[i]) > 0 {
 			sorted = false
 			break
 		}
@@ -28,7 +29,7 @@ func sortRuns[T any](xs []T, pid func(*T) int32, cmp func(a, b *T) int) {
 		return
 	}
 	if n >= math.MaxUint32 {
-		slices.SortFunc(xs, func(a, b T) int { return cmp(&a, &b) })
+		slices.SortFunc(xs, func(a, b T) int { return order(&a, &b) })
 		return
 	}
 	// Group the row indexes by process, in table order within each.
@@ -52,7 +53,7 @@ func sortRuns[T any](xs []T, pid func(*T) int32, cmp func(a, b *T) int) {
 		}
 		groups[last].n++
 	}
-	slices.SortFunc(groups, func(a, b group) int { return cmpInt32(a.pid, b.pid) })
+	slices.SortFunc(groups, func(a, b group) int { return cmp.Compare(a.pid, b.pid) })
 	off := 0
 	for k := range groups {
 		groups[k].off = off
@@ -75,7 +76,7 @@ func sortRuns[T any](xs []T, pid func(*T) int32, cmp func(a, b *T) int) {
 		fill[last]++
 	}
 	// Sort each process's indexes: find its runs, then merge them pairwise.
-	after := func(a, b uint32) bool { return cmp(&xs[a], &xs[b]) > 0 }
+	after := func(a, b uint32) bool { return order(&xs[a], &xs[b]) > 0 }
 	var scratch []uint32
 	var bounds []int
 	runs := 0
@@ -89,7 +90,7 @@ func sortRuns[T any](xs []T, pid func(*T) int32, cmp func(a, b *T) int) {
 		}
 		bounds = append(bounds, len(idx))
 		if runs += len(bounds) - 1; runs > n/16+64 {
-			slices.SortFunc(xs, func(a, b T) int { return cmp(&a, &b) })
+			slices.SortFunc(xs, func(a, b T) int { return order(&a, &b) })
 			return
 		}
 		if len(bounds) == 2 {
@@ -149,14 +150,4 @@ func sortRuns[T any](xs []T, pid func(*T) int32, cmp func(a, b *T) int) {
 			j = k
 		}
 	}
-}
-
-func cmpInt32(a, b int32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
