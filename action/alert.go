@@ -202,13 +202,8 @@ func postWebhook(ctx context.Context, url, text string) error {
 // alertPhase is refresh mode's post step: the alert on the workload's
 // history in the store the run step recorded into.
 func alertPhase(ctx context.Context, gha *IO, getenv func(string) string, in inputs) error {
-	c, err := loadConfig(gha, getenv, in.config)
+	c, w, err := loadWorkload(gha, getenv, in)
 	if err != nil {
-		return err
-	}
-	w, err := c.Workload(in.workload)
-	if err != nil {
-		gha.Error("gpugate: workload", err.Error())
 		return err
 	}
 	alertShifts(ctx, gha, getenv, in, store(getenv, in, c, w), w.Name)

@@ -181,6 +181,21 @@ func loadConfig(gha *IO, getenv func(string) string, path string) (*config.Confi
 	return c, nil
 }
 
+// loadWorkload loads perf.yaml and the workload the inputs name,
+// annotating what is wrong with either.
+func loadWorkload(gha *IO, getenv func(string) string, in inputs) (*config.Config, *config.Workload, error) {
+	c, err := loadConfig(gha, getenv, in.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := c.Workload(in.workload)
+	if err != nil {
+		gha.Error("gpugate: workload", err.Error())
+		return nil, nil, err
+	}
+	return c, w, nil
+}
+
 func annotateConfig(gha *IO, getenv func(string) string, path string, err error) {
 	rel := func(f string) string {
 		if ws := getenv("GITHUB_WORKSPACE"); ws != "" {
@@ -207,13 +222,8 @@ func annotateConfig(gha *IO, getenv func(string) string, path string, err error)
 }
 
 func preparePhase(ctx context.Context, gha *IO, getenv func(string) string, in inputs) error {
-	c, err := loadConfig(gha, getenv, in.config)
+	c, w, err := loadWorkload(gha, getenv, in)
 	if err != nil {
-		return err
-	}
-	w, err := c.Workload(in.workload)
-	if err != nil {
-		gha.Error("gpugate: workload", err.Error())
 		return err
 	}
 	db := store(getenv, in, c, w)
