@@ -181,6 +181,26 @@ func loadConfig(gha *IO, getenv func(string) string, path string) (*config.Confi
 	return c, nil
 }
 
+// rejudgeLevel is the level an artifact's report may be judged again at:
+// stats' default, or, for repeat: auto (sampling unit "run"),
+// pipeline.AutoAlpha/max_runs for a max_runs perf.yaml allows and no more
+// candidate runs than that.
+func rejudgeLevel(rep *gate.Report, samples map[string]MetricSamples) (stats.Thresholds, error) {
+	if rep.Alpha == stats.DefaultThresholds.Alpha && (rep.Sampling == nil || rep.Sampling.Unit != stats.UnitRun) {
+		return stats.Thresholds{}, nil
+	}
+	s := rep.Sampling
+	if s == nil || s.Unit != stats.UnitRun || s.MaxRuns < 2 || s.MaxRuns > config.MaxRepeat || rep.Alpha != pipeline.AutoAlpha/float64(s.MaxRuns) {
+		return stats.Thresholds{}, fmt.Errorf("the artifact was judged at α=%v, a level gpugate does not judge at", rep.Alpha)
+	}
+	for name, x := range samples {
+		if len(x.Candidate) > s.MaxRuns {
+			return stats.Thresholds{}, fmt.Errorf("metric %s has %d candidate runs, more than the artifact's max_runs %d", name, len(x.Candidate), s.MaxRuns)
+		}
+	}
+	return stats.Thresholds{Alpha: rep.Alpha, AutoAlpha: pipeline.AutoAlpha, AutoMaxRuns: s.MaxRuns}, nil
+}
+
 // loadWorkload loads perf.yaml and the workload the inputs name,
 // annotating what is wrong with either.
 func loadWorkload(gha *IO, getenv func(string) string, in inputs) (*config.Config, *config.Workload, error) {
@@ -635,9 +655,14 @@ func commentMode(ctx context.Context, gha *IO, log io.Writer, getenv func(string
 	// acceptance from the pull request's labels: the artifact's verdicts
 	// are not believed.
 	rep := r.Report
-	// The level the run judged at (lower with repeat: auto); Rejudge
-	// refuses one above the default.
-	th := stats.Thresholds{Alpha: rep.Alpha, Auto: rep.Sampling != nil && rep.Sampling.Unit == "run"}
+	// The level the run judged at: the default, or repeat: auto's
+	// AutoAlpha/max_runs with no more runs than max_runs. Any other is
+	// refused: a forged lower level would widen every interval and turn a
+	// regression inconclusive.
+	th, err := rejudgeLevel(rep, r.Samples)
+	if err != nil {
+		return refuse("%v", err)
+	}
 	for i, m := range rep.Metrics {
 		s, ok := r.Samples[m.Name]
 		if !ok {

@@ -25,9 +25,10 @@ func Samples(runs []Run, m analysis.Metric) [][]float64 {
 // reported ones (what the comment shows), checked to be numbers that
 // perf.yaml can give. The reported explanation of a regression (Why) is
 // kept only while the new verdict is a regression. th is the level the
-// run judged at (repeat: auto looks at 2%/max_runs): one above the default
-// 5% is refused, as a narrower interval than gpugate gives; a lower one
-// can only widen the intervals.
+// run judged at (repeat: auto looks at 2%/max_runs); one above the default
+// 5% is refused. A forged lower level would widen every interval (a
+// regression turned inconclusive): the caller checks that the level is
+// one gpugate judges at (action's rejudgeLevel).
 func Rejudge(old stats.Result, base, cand [][]float64, th stats.Thresholds) (stats.Result, error) {
 	if th.Alpha == 0 {
 		th.Alpha = stats.DefaultThresholds.Alpha

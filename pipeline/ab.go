@@ -277,7 +277,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 			stopped = fmt.Sprintf("%d pair(s), fixed (ab.pairs / -pairs)", len(baseRuns))
 		}
 	}
-	smp := &gate.Sampling{Pairs: len(baseRuns), MaxPairs: plan.MaxPairs, MinPairs: plan.MinPairs, Fixed: plan.Fixed, LookAlpha: plan.LookAlpha(),
+	smp := &gate.Sampling{Unit: stats.UnitPair, Pairs: len(baseRuns), MaxPairs: plan.MaxPairs, MinPairs: plan.MinPairs, Fixed: plan.Fixed, LookAlpha: plan.LookAlpha(),
 		BudgetSec: plan.Budget.Seconds(), WallSec: time.Since(start).Seconds(), Order: order, Stopped: stopped}
 	if len(baseRuns) > 0 {
 		smp.PairSec = measured.Seconds() / float64(len(baseRuns))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
@@ -32,13 +33,18 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 	stopped := ""
 	for {
 		var err error
-		if rep, err = Compare(o.Config, sel, ex, time.Now(), stats.Thresholds{Alpha: lookAlpha, Auto: true}); err != nil {
+		if rep, err = Compare(o.Config, sel, ex, time.Now(), stats.Thresholds{Alpha: lookAlpha, AutoAlpha: AutoAlpha, AutoMaxRuns: w.MaxRuns}); err != nil {
 			return nil, err
 		}
 		n := len(ex.Runs)
 		fmt.Fprintf(o.Log, "gpugate: look after %d run(s) against %d baseline run(s) (α=%.3g): %s\n", n, len(sel.Runs), lookAlpha, rep.Verdict)
 		if rep.Verdict != stats.Inconclusive {
 			stopped = fmt.Sprintf("decided after %d run(s): %s", n, rep.Verdict)
+			break
+		}
+		if base := needsBaseRuns(rep); base != "" {
+			// More candidate runs cannot settle it: do not spend them.
+			stopped = fmt.Sprintf("more candidate runs cannot settle it after %d run(s): %s needs more baseline runs (gpugate baseline refresh)", n, base)
 			break
 		}
 		if n >= w.MaxRuns {
@@ -48,20 +54,27 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		mean := ex.RunTime / time.Duration(n)
 		if elapsed := time.Since(ex.Start); elapsed+mean > budget {
 			stopped = fmt.Sprintf("budget spent: %d run(s) in %s, and another (about %s) would pass the %s budget", n, elapsed.Round(time.Second), mean.Round(time.Second), budget)
+			if n == 1 {
+				// One look, at the level of one of max_runs looks: a
+				// stricter judgement than repeat: 1's single one.
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("repeat: auto made one run only: the budget (%s) has no room for a second run of about %s, so the one look was at α=%.3g (repeat: 1 looks once at α=%.3g); raise budget or use repeat: N", budget, mean.Round(time.Second), lookAlpha, stats.DefaultThresholds.Alpha))
+			}
 			break
 		}
+		start := time.Now()
 		once, err := p.RunOnce(ctx, p.runDir(ex.Out, n+1))
 		if err != nil {
 			return nil, fmt.Errorf("repeat: auto, run %d: %w", n+1, err)
 		}
-		ex.add(once)
 		if once.Run == nil {
 			return nil, fmt.Errorf("repeat: auto, run %d: nothing was profiled", n+1)
 		}
+		ex.add(once, 0)
 		p.logRun(once, n+1, of)
 		if err := record(); err != nil {
 			return nil, err
 		}
+		ex.RunTime += time.Since(start) // the job, its analysis and its record
 	}
 	n := len(ex.Runs)
 	smp := &gate.Sampling{Unit: stats.UnitRun, Runs: n, MaxRuns: w.MaxRuns, MinRuns: 1, LookAlpha: lookAlpha,
@@ -84,11 +97,23 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 	return rep, nil
 }
 
+// needsBaseRuns names the inconclusive gate metrics of an inconclusive
+// verdict that more candidate runs alone cannot settle; "" when none.
+func needsBaseRuns(rep *gate.Report) string {
+	var names []string
+	for _, m := range rep.Metrics {
+		if m.Gate && m.Verdict == stats.Inconclusive && m.NeedBaseRuns > 0 {
+			names = append(names, m.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // moreNeeded is, for an inconclusive verdict, the most runs (or pairs) any
 // inconclusive gate metric says would settle it; 0 otherwise.
 func moreNeeded(rep *gate.Report) int {
 	need := 0
-	if rep.Verdict != stats.Inconclusive {
+	if rep.Verdict != stats.Inconclusive || needsBaseRuns(rep) != "" {
 		return 0
 	}
 	for _, m := range rep.Metrics {

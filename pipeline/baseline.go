@@ -360,7 +360,8 @@ func openStore(ctx context.Context, o Options) (*baseline.Store, error) {
 	return store, err
 }
 
-// Judge stores an execution and compares it with its baseline.
+// Judge stores an execution and compares it with its baseline, once:
+// repeat: auto's further runs need the plan, which Run holds.
 func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 	o.defaults()
 	return judge(ctx, o, ex, nil, nil)
@@ -488,7 +489,8 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 	oc := &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}
 	for i, ms := range sel.MedianSteps {
 		if ms != nil {
-			oc.BaseStep = ms
+			cp := *ms
+			oc.BaseStep = &cp
 			oc.BaseStep.Label = fmt.Sprintf("baseline (stored run %d)", sel.Stored[i].ID)
 			break
 		}

@@ -124,15 +124,16 @@ type Execution struct {
 	// Conditions are each run's run conditions, in the order of Runs.
 	Conditions []*gate.Conditions
 	// Start is when the first run started; RunTime the wall time of the
-	// profiled runs, for repeat: auto's budget.
+	// profiled runs (each: the job, its analysis, its record), for repeat:
+	// auto's budget.
 	Start   time.Time
 	RunTime time.Duration
 }
 
-// add appends one profiled run.
-func (ex *Execution) add(once *Once) {
+// add appends one run that took wall time took.
+func (ex *Execution) add(once *Once, took time.Duration) {
 	ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
-	ex.RunTime += once.Duration
+	ex.RunTime += took
 	if once.Run == nil {
 		return
 	}
@@ -308,18 +309,19 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	n, of := int(w.Repeat), fmt.Sprint(int(w.Repeat))
 	if w.Repeat.Auto() {
 		n, of = 1, fmt.Sprintf("up to %d (repeat: auto)", w.MaxRuns)
-		if o.Record || p.Profiler == runner.None {
+		if o.Record {
 			n, of = o.Config.Baseline.Runs, fmt.Sprint(o.Config.Baseline.Runs)
 		}
 	}
 	var passes [][]float64 // each profiled pass's step times, for the overhead
 	for i := 1; i <= n; i++ {
+		start := time.Now()
 		once, err := p.RunOnce(ctx, p.runDir(o.Out, i))
 		if err != nil {
 			return nil, err
 		}
 		passes = append(passes, once.StepTimes)
-		ex.add(once)
+		ex.add(once, time.Since(start))
 		if once.Run == nil {
 			fmt.Fprintf(o.Stdout, "%s: %d steps, median %.2f ms (unprofiled, from the job's log)\n", w.Name, len(once.StepTimes), analysis.Summarize(once.StepTimes).Median)
 			continue

@@ -177,13 +177,27 @@ func runChart(r *gate.Report) string {
 	bm, cm := st.Baseline.RunMeans, st.Candidate.RunMeans
 	bm, cm = bm[max(0, len(bm)-maxSeries/2):], cm[:min(len(cm), maxSeries/2)]
 	var xs, bars, ref []string
-	var sum float64
+	// The line is the baseline's geometric mean of run means, what the
+	// gate compares with on the log scale (the arithmetic mean where a
+	// run mean is not positive).
+	var logSum, sum float64
+	positive := true
 	for _, v := range bm {
 		sum += v
+		logSum += math.Log(v)
+		positive = positive && v > 0
 	}
 	mean := sum / float64(len(bm))
+	if positive {
+		mean = math.Exp(logSum / float64(len(bm)))
+	}
+	if math.IsNaN(mean) || math.IsInf(mean, 0) {
+		return ""
+	}
 	for i, v := range append(slices.Clone(bm), cm...) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		// Numbers only, and of a size a step time has (ms): a forged
+		// 1e308 would print 300 digits.
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e12 {
 			return ""
 		}
 		label := fmt.Sprintf("\"b%d\"", i+1)
@@ -194,7 +208,7 @@ func runChart(r *gate.Report) string {
 		bars = append(bars, fmt.Sprintf("%.3f", v))
 		ref = append(ref, fmt.Sprintf("%.3f", mean))
 	}
-	return fmt.Sprintf("```mermaid\nxychart-beta\n    title \"mean step time per run (ms): %d baseline run(s), then this PR's %d; line: the baseline's mean\"\n    x-axis [%s]\n    y-axis \"ms\"\n    bar [%s]\n    line [%s]\n```\n",
+	return fmt.Sprintf("```mermaid\nxychart-beta\n    title \"mean step time per run (ms): %d baseline run(s), then this PR's %d; line: the baseline's geometric mean\"\n    x-axis [%s]\n    y-axis \"ms\"\n    bar [%s]\n    line [%s]\n```\n",
 		len(bm), len(cm), strings.Join(xs, ", "), strings.Join(bars, ", "), strings.Join(ref, ", "))
 }
 

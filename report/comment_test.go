@@ -132,14 +132,15 @@ func TestCommentRunChart(t *testing.T) {
 		"3 baseline run(s), then this PR's 2",
 		`x-axis ["b1", "b2", "b3", "PR1", "PR2"]`,
 		"bar [10.000, 11.000, 12.000, 15.500, 16.250]",
-		"line [11.000, 11.000, 11.000, 11.000, 11.000]",
+		// (10·11·12)^(1/3) = 10.9696: the baseline's geometric mean.
+		"line [10.970, 10.970, 10.970, 10.970, 10.970]",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("comment lacks %q:\n%s", want, s)
 		}
 	}
 	// A number that is not one draws no chart, and no run on a side none.
-	for _, cand := range [][]float64{{math.NaN()}, {}} {
+	for _, cand := range [][]float64{{math.NaN()}, {}, {1.7e308}} {
 		r.Metrics[0].Candidate.RunMeans = cand
 		b.Reset()
 		WriteComment(&b, r, CommentInfo{Marker: "<!-- gpugate:w -->"})

@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -80,6 +82,9 @@ type StepTimeline struct {
 	// Merged counts boxes drawn together with a neighbour of their kind
 	// (MaxStepBoxes): 0 when every box is its own.
 	Merged int `json:"merged,omitempty"`
+	// Dropped counts the short boxes left out where kinds alternated too
+	// often on a lane for merging to bound the timeline.
+	Dropped int `json:"dropped,omitempty"`
 
 	idx map[string]int // Names' indexes, while laid out
 }
@@ -154,6 +159,8 @@ var stepColors = map[string]string{
 // it, neighbouring boxes of a kind on a lane are drawn as one, as they
 // would share a pixel: 810 px across a step).
 const (
+	// maxStepSpan is the longest step drawn: 3 hours.
+	maxStepSpan  = int64(3 * 3600 * 1e9)
 	MaxStepLanes = 64
 	MaxStepBoxes = 600
 )
@@ -261,9 +268,12 @@ func StepLayout(label string, r *analysis.Result) *StepTimeline {
 	return g
 }
 
-// merge draws neighbouring boxes of a kind on a lane as one while the
-// timeline holds more than MaxStepBoxes: first those within 1/1000 of the
-// step of each other, then ever wider.
+// merge bounds the timeline to MaxStepBoxes boxes. First it draws
+// neighbouring boxes of a kind on a lane as one (the host lane's own box
+// aside), those within 1/1000 of the step of each other, then ever wider
+// up to the whole step; where kinds alternate too often for that, it keeps
+// each lane's longest boxes and counts the rest in Dropped. Names no box
+// uses any more are dropped.
 func (g *StepTimeline) merge() {
 	total := func() int {
 		n := len(g.Idle)
@@ -272,15 +282,24 @@ func (g *StepTimeline) merge() {
 		}
 		return n
 	}
-	for gap := max(g.SpanNS/1000, 1); total() > MaxStepBoxes && gap < 2*max(g.SpanNS, 1); gap *= 2 {
+	if total() <= MaxStepBoxes {
+		return
+	}
+	if len(g.Lanes) > 0 && len(g.Lanes[0].Boxes) > 1 {
+		rest := g.Lanes[0].Boxes[1:]
+		slices.SortStableFunc(rest, func(a, b StepBox) int { return cmp.Compare(a.Start, b.Start) })
+	}
+	span := max(g.SpanNS, 1)
+	for gap := max(span/1000, 1); total() > MaxStepBoxes; gap *= 2 {
 		for li := range g.Lanes {
 			l := &g.Lanes[li]
-			if li == 0 { // the host lane's boxes overlap by design
-				continue
+			first := 0
+			if li == 0 {
+				first = 1 // the host lane's own box spans the others
 			}
-			var out []StepBox
-			for _, b := range l.Boxes {
-				if k := len(out) - 1; k >= 0 && out[k].Kind == b.Kind && b.Start-out[k].End <= gap {
+			out := slices.Clone(l.Boxes[:min(first, len(l.Boxes))])
+			for _, b := range l.Boxes[min(first, len(l.Boxes)):] {
+				if k := len(out) - 1; k >= first && out[k].Kind == b.Kind && b.Start-out[k].End <= gap {
 					out[k].End = max(out[k].End, b.End)
 					out[k].Count = max(out[k].Count, 1) + max(b.Count, 1)
 					g.Merged++
@@ -290,7 +309,72 @@ func (g *StepTimeline) merge() {
 			}
 			l.Boxes = out
 		}
+		if gap > span || gap > math.MaxInt64/4 {
+			break
+		}
 	}
+	if over := total() - MaxStepBoxes; over > 0 {
+		// Kinds alternate on some lane: keep the longest boxes of each
+		// lane, each lane its share.
+		share := max(1, (MaxStepBoxes-len(g.Idle))/max(1, len(g.Lanes)))
+		for li := range g.Lanes {
+			l := &g.Lanes[li]
+			if len(l.Boxes) <= share {
+				continue
+			}
+			idx := make([]int, len(l.Boxes))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortStableFunc(idx, func(a, b int) int {
+				return cmp.Compare(l.Boxes[b].End-l.Boxes[b].Start, l.Boxes[a].End-l.Boxes[a].Start)
+			})
+			keep := idx[:share]
+			if li == 0 && !slices.Contains(keep, 0) {
+				keep[len(keep)-1] = 0
+			}
+			slices.Sort(keep)
+			var out []StepBox
+			for _, i := range keep {
+				out = append(out, l.Boxes[i])
+			}
+			g.Dropped += len(l.Boxes) - len(out)
+			l.Boxes = out
+		}
+	}
+	// Drop the names no box uses any more.
+	used := make([]bool, len(g.Names))
+	mark := func(bs []StepBox) {
+		for _, b := range bs {
+			if b.Name >= 0 && b.Name < len(used) {
+				used[b.Name] = true
+			}
+		}
+	}
+	for _, l := range g.Lanes {
+		mark(l.Boxes)
+	}
+	mark(g.Idle)
+	remap := make([]int, len(g.Names))
+	var names []string
+	for i, u := range used {
+		remap[i] = len(names)
+		if u {
+			names = append(names, g.Names[i])
+		}
+	}
+	fix := func(bs []StepBox) {
+		for i := range bs {
+			if bs[i].Name >= 0 && bs[i].Name < len(remap) {
+				bs[i].Name = remap[bs[i].Name]
+			}
+		}
+	}
+	for li := range g.Lanes {
+		fix(g.Lanes[li].Boxes)
+	}
+	fix(g.Idle)
+	g.Names, g.idx = names, nil
 }
 
 // RenderStepSVG draws timelines (StepLayout, or read back from a stored
@@ -302,7 +386,9 @@ func RenderStepSVG(w io.Writer, timelines []*StepTimeline) error {
 	var groups []*StepTimeline
 	var span int64
 	for _, g := range timelines {
-		if g == nil || g.SpanNS <= 0 || len(g.Lanes) == 0 {
+		// A step longer than maxStepSpan is no step: a stored timeline
+		// forged so would squash the other side's to nothing.
+		if g == nil || g.SpanNS <= 0 || g.SpanNS > maxStepSpan || len(g.Lanes) == 0 {
 			continue
 		}
 		groups = append(groups, g)
@@ -318,9 +404,7 @@ func RenderStepSVG(w io.Writer, timelines []*StepTimeline) error {
 	height := 30.0
 	for _, g := range groups {
 		height += 40 + float64(min(len(g.Lanes), MaxStepLanes))*(laneH+laneGap)
-		if len(g.Lanes) > MaxStepLanes || g.Merged > 0 {
-			height += 16
-		}
+		height += 16 // a note, when there is one
 	}
 	height += 30
 	x := func(t int64) float64 {
@@ -337,6 +421,7 @@ func RenderStepSVG(w io.Writer, timelines []*StepTimeline) error {
 		fmt.Fprintf(&b, `<g class="side"><text x="4" y="%.1f" font-weight="bold">%s</text>`+"\n", y+14, xmlText(strings.TrimPrefix(g.Label+": ", ": ")+g.Title))
 		y += 22
 		top := y
+		drawn, skipped := 0, 0 // boxes: a stored timeline may hold millions
 		for _, l := range g.Lanes[:min(len(g.Lanes), MaxStepLanes)] {
 			fmt.Fprintf(&b, `<g class="lane" data-lane="%s"><text x="4" y="%.1f">%s</text><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#ddd"/>`, xmlText(l.Name), y+13, xmlText(l.Name), left, y, x(g.SpanNS)-left, laneH)
 			for _, bx := range l.Boxes {
@@ -347,30 +432,45 @@ func RenderStepSVG(w io.Writer, timelines []*StepTimeline) error {
 				if !ok || bx.Kind == "idle" || bx.End <= bx.Start {
 					continue
 				}
+				if drawn >= 2*MaxStepBoxes {
+					skipped++
+					continue
+				}
+				drawn++
 				fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"><title>%s</title></rect>`, x(bx.Start), y+1, max(0.5, x(bx.End)-x(bx.Start)), laneH-2, col, xmlText(g.label(bx)))
 			}
 			b.WriteString("</g>\n")
 			y += laneH + laneGap
 		}
-		for _, gap := range g.Idle {
+		for i, gap := range g.Idle {
 			gap.Start, gap.End = max(gap.Start, 0), min(gap.End, g.SpanNS)
-			if gap.End <= gap.Start || len(g.Lanes) < 2 {
+			if gap.End <= gap.Start || len(g.Lanes) < 2 || gap.Kind != "idle" {
+				continue
+			}
+			if i >= MaxStepBoxes {
+				skipped++
 				continue
 			}
 			fmt.Fprintf(&b, `<g class="idle"><rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" fill-opacity="0.6"/><text x="%.2f" y="%.1f" font-size="10">%s</text><title>%s</title></g>`+"\n",
 				x(gap.Start), top+laneH+laneGap, x(gap.End)-x(gap.Start), y-top-laneH-laneGap, colIdle, x(gap.Start)+2, y+10, xmlText(g.label(gap)), xmlText(g.label(gap)))
 		}
-		if len(g.Lanes) > MaxStepLanes || g.Merged > 0 {
-			var notes []string
-			if n := len(g.Lanes) - MaxStepLanes; n > 0 {
-				notes = append(notes, fmt.Sprintf("%d more lane(s) not drawn", n))
-			}
-			if g.Merged > 0 {
-				notes = append(notes, fmt.Sprintf("%d operation(s) drawn together with a neighbour of their kind", g.Merged))
-			}
-			fmt.Fprintf(&b, `<text x="4" y="%.1f" font-size="10">%s</text>`+"\n", y+24, xmlText(strings.Join(notes, "; ")))
-			y += 16
+		var notes []string
+		if n := len(g.Lanes) - MaxStepLanes; n > 0 {
+			notes = append(notes, fmt.Sprintf("%d more lane(s) not drawn", n))
 		}
+		if g.Merged > 0 {
+			notes = append(notes, fmt.Sprintf("%d operation(s) drawn together with a neighbour of their kind", g.Merged))
+		}
+		if g.Dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%d short operation(s) not drawn", g.Dropped))
+		}
+		if skipped > 0 {
+			notes = append(notes, fmt.Sprintf("%d box(es) past %d not drawn", skipped, 2*MaxStepBoxes))
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(&b, `<text x="4" y="%.1f" font-size="10">%s</text>`+"\n", y+24, xmlText(strings.Join(notes, "; ")))
+		}
+		y += 16
 		b.WriteString("</g>\n")
 		y += 18
 	}

@@ -3,9 +3,11 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/trace"
@@ -129,5 +131,71 @@ func TestCommentStepPicture(t *testing.T) {
 		if got := strings.Contains(b.String(), "Its `step.svg` pictures the median step"); got != pic {
 			t.Errorf("StepPicture %v: comment mentions step.svg: %v", pic, got)
 		}
+	}
+}
+
+// merge bounds every timeline, however its boxes alternate and however
+// long its step: the host lane too (300 .item() calls make 600 host
+// boxes), kinds alternating on a stream (copy, kernel, copy, …), and a
+// span near the int64 limit (the doubling gap must not overflow).
+func TestStepMergeBounds(t *testing.T) {
+	for _, span := range []int64{10_000_000, 4_600_000_000_000_000_000} {
+		g := &StepTimeline{SpanNS: span}
+		host := StepLane{Name: "host thread", Boxes: []StepBox{{0, span, "host", g.name(""), 0}}}
+		gpu := StepLane{Name: "GPU 0 stream 7"}
+		step := span / 5000
+		for i := int64(0); i < 2000; i++ {
+			host.Boxes = append(host.Boxes, StepBox{(1999 - i) * step, (1999-i)*step + step/2, "sync", g.name(fmt.Sprint("sync ", i%7)), 0})
+			kind := []string{"compute", "copy"}[i%2]
+			gpu.Boxes = append(gpu.Boxes, StepBox{i * step, i*step + step/2, kind, g.name(fmt.Sprint(kind, ": op ", i)), 0})
+		}
+		g.Lanes = []StepLane{host, gpu}
+		done := make(chan struct{})
+		go func() { g.merge(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("span %d: merge did not end", span)
+		}
+		n := 0
+		for _, l := range g.Lanes {
+			n += len(l.Boxes)
+			for _, b := range l.Boxes {
+				if b.Name < 0 || b.Name >= len(g.Names) {
+					t.Fatalf("span %d: box names %d of %d names", span, b.Name, len(g.Names))
+				}
+			}
+		}
+		if n > MaxStepBoxes || g.Lanes[0].Boxes[0].Kind != "host" || g.Merged+g.Dropped != 4001-n {
+			t.Errorf("span %d: %d boxes (want ≤ %d, the host box first: %v), merged %d + dropped %d, want %d", span, n, MaxStepBoxes, g.Lanes[0].Boxes[0], g.Merged, g.Dropped, 4001-n)
+		}
+		if len(g.Names) > n+1 {
+			t.Errorf("span %d: %d names kept for %d boxes", span, len(g.Names), n)
+		}
+		var b bytes.Buffer
+		RenderStepSVG(&b, []*StepTimeline{g})
+		lanes(t, b.Bytes())
+	}
+}
+
+// A stored timeline is drawn within bounds: a forged span of 9e18 ns is
+// no step (not drawn, so the other side keeps its scale), and millions of
+// boxes draw at most 2×MaxStepBoxes.
+func TestRenderStoredBounds(t *testing.T) {
+	real := &StepTimeline{Label: "candidate", SpanNS: 10_000_000, Names: []string{"k"}, Lanes: []StepLane{{Name: "GPU 0 stream 7", Boxes: []StepBox{{0, 5_000_000, "compute", 0, 0}}}}}
+	forged := &StepTimeline{Label: "baseline", SpanNS: 9_000_000_000_000_000_000, Names: []string{"k"}, Lanes: []StepLane{{Name: "x", Boxes: []StepBox{{0, 1, "compute", 0, 0}}}}}
+	var b bytes.Buffer
+	RenderStepSVG(&b, []*StepTimeline{forged, real})
+	if strings.Contains(b.String(), ">baseline: ") || !strings.Contains(b.String(), "(0 to 10.00 ms)") {
+		t.Errorf("a forged 9e18 ns step was drawn, or set the axis:\n%.600s", b.String())
+	}
+	many := &StepTimeline{SpanNS: 10_000_000, Names: []string{"k"}, Lanes: []StepLane{{Name: "GPU 0 stream 7"}}}
+	for i := range int64(100_000) {
+		many.Lanes[0].Boxes = append(many.Lanes[0].Boxes, StepBox{i * 100, i*100 + 50, "compute", 0, 0})
+	}
+	b.Reset()
+	RenderStepSVG(&b, []*StepTimeline{many})
+	if n := strings.Count(b.String(), "<title>"); n > 2*MaxStepBoxes+10 || !strings.Contains(b.String(), "box(es) past") {
+		t.Errorf("100,000 stored boxes: %d drawn", n)
 	}
 }

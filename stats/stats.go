@@ -57,9 +57,13 @@ type Thresholds struct {
 	// the per-pair log-ratios head/base. Without it, or when the two sides
 	// hold different numbers of runs, the runs are two independent samples.
 	Paired bool
-	// Auto says the candidate runs are sampled until decided (perf.yaml
-	// repeat: auto): advice names max_runs, not repeat.
-	Auto bool
+	// AutoAlpha, for candidate runs sampled until decided (perf.yaml
+	// repeat: auto), is the level spent over the looks, one after each of
+	// up to AutoMaxRuns runs (Alpha is then AutoAlpha/AutoMaxRuns): advice
+	// names max_runs, and counts the runs that would settle it at the
+	// level each look would then have. 0 otherwise.
+	AutoAlpha   float64
+	AutoMaxRuns int
 }
 
 // DefaultThresholds are the defaults.
@@ -143,6 +147,10 @@ type Result struct {
 	// none would or it is not known.
 	Reason   string `json:"reason"`
 	NeedRuns int    `json:"need_runs"`
+	// NeedBaseRuns is how many more baseline runs it needs besides (their
+	// spread unknown, or too few of them for more candidate runs to be
+	// enough); 0 when candidate runs alone would do.
+	NeedBaseRuns int `json:"need_base_runs,omitempty"`
 	// Why explains a regression: the finding behind it, or where in the
 	// step the metric moved (set by package gate).
 	Why      string   `json:"why"`
@@ -355,6 +363,8 @@ func decide(w, lo, hi, limit float64, bounded bool) Verdict {
 // fields and the verdict.
 type judge struct {
 	auto    bool // repeat: auto
+	autoA   float64
+	autoMax int
 	spec    Spec
 	log     bool
 	ref     float64 // the baseline: geometric mean (log) or mean (absolute) of its run means
@@ -435,7 +445,7 @@ func Compare(spec Spec, base, cand [][]float64, th Thresholds) Result {
 		r.Reason = "no runs with values on one side"
 		return r
 	}
-	j := judge{spec: spec, log: true, sign: 1, paired: paired, auto: th.Auto, k: len(x), m: len(y), alpha: th.Alpha}
+	j := judge{spec: spec, log: true, sign: 1, paired: paired, auto: th.AutoAlpha > 0, autoA: th.AutoAlpha, autoMax: th.AutoMaxRuns, k: len(x), m: len(y), alpha: th.Alpha}
 	if spec.Better > 0 {
 		j.sign = -1
 	}
@@ -480,7 +490,7 @@ func Compare(spec Spec, base, cand [][]float64, th Thresholds) Result {
 	r.Significant = iv.bounded && (lo > 0 || hi < 0)
 	r.Verdict = decide(w, lo, hi, limit, iv.bounded)
 	if r.Verdict == Inconclusive {
-		r.Reason, r.NeedRuns = j.settle(r, iv)
+		r.Reason, r.NeedRuns, r.NeedBaseRuns = j.settle(r, iv)
 	}
 	return r
 }
@@ -515,8 +525,9 @@ const maxMore = 30
 // settle says why a comparison is inconclusive and what would settle it,
 // in runs: the smallest number of more candidate runs (pairs) whose
 // interval, as wide as this spread makes it, would decide, if the
-// estimate stayed where it is.
-func (j judge) settle(r Result, iv interval) (string, int) {
+// estimate stayed where it is; and how many more baseline runs it needs
+// besides.
+func (j judge) settle(r Result, iv interval) (string, int, int) {
 	what := fmt.Sprintf("%d baseline run(s) and %d candidate run(s)", j.k, j.m)
 	if j.paired {
 		what = fmt.Sprintf("%d pair(s)", j.m)
@@ -524,14 +535,17 @@ func (j judge) settle(r Result, iv interval) (string, int) {
 	d := FormatDelta(r)
 	if !iv.bounded {
 		if j.paired {
-			return fmt.Sprintf("Δ %s but %s show no pair-to-pair spread: run ≥ 3 pairs", d, what), 3 - j.m
+			return fmt.Sprintf("Δ %s but %s show no pair-to-pair spread: run ≥ 3 pairs", d, what), 3 - j.m, 0
 		}
-		return fmt.Sprintf("Δ %s but %s show no run-to-run spread, without which no change can be judged: record ≥ 3 baseline runs (repeat: 3 on the base branch, or gpugate baseline record) and compare again", d, what), max(1, 3-j.k)
+		return fmt.Sprintf("Δ %s but %s show no run-to-run spread, without which no change can be judged: record ≥ 3 baseline runs (repeat: 3 on the base branch, or gpugate baseline record) and compare again", d, what), 0, max(1, 3-j.k)
 	}
 	w, _, _, limit := j.worse(iv.est, iv.lo, iv.hi)
 	need := 0
 	for n := j.m + 1; n <= j.m+maxMore; n++ {
-		hw := TQuantile(1-j.alpha/2, float64(j.df(n))) * j.sd * j.seFactor(n)
+		if j.auto && n > maxAutoRuns {
+			break
+		}
+		hw := TQuantile(1-j.alphaAt(n)/2, float64(j.df(n))) * j.sd * j.seFactor(n)
 		if v := decideAt(j, iv.est, hw); v != Inconclusive {
 			need = n - j.m
 			break
@@ -549,20 +563,36 @@ func (j judge) settle(r Result, iv interval) (string, int) {
 		if j.paired {
 			how = fmt.Sprintf("pair(s) (ab -max-pairs %d, or a larger budget)", j.m+need)
 		}
-		return fmt.Sprintf("%s: about %d more %s would settle it if the change stays where it is", lead, need, how), need
+		return fmt.Sprintf("%s: about %d more %s would settle it if the change stays where it is", lead, need, how), need, 0
 	}
 	if !j.paired {
 		// More candidate runs cannot narrow the interval below what the
 		// baseline's K runs allow: more runs on both sides.
 		for n := 1; n <= maxMore; n++ {
 			k, m := j.k+n, j.m+n
-			hw := TQuantile(1-j.alpha/2, float64(k+m-2)) * j.sd * math.Sqrt(1/float64(k)+1/float64(m))
+			if j.auto && m > maxAutoRuns {
+				break
+			}
+			hw := TQuantile(1-j.alphaAt(m)/2, float64(k+m-2)) * j.sd * math.Sqrt(1/float64(k)+1/float64(m))
 			if decideAt(j, iv.est, hw) != Inconclusive {
-				return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: about %d more run(s) on each side (gpugate baseline refresh -runs %d; perf.yaml %s: %d) would settle it if the change stays where it is", lead, n, n, map[bool]string{false: "repeat", true: "max_runs"}[j.auto], m), n
+				return fmt.Sprintf("%s, and more candidate runs alone would not narrow it enough: about %d more run(s) on each side (gpugate baseline refresh -runs %d; perf.yaml %s: %d) would settle it if the change stays where it is", lead, n, n, map[bool]string{false: "repeat", true: "max_runs"}[j.auto], max(m, 2)), n, n
 			}
 		}
 	}
-	return fmt.Sprintf("%s, and %d more runs would not either: the change sits at the allowance", lead, maxMore), 0
+	return fmt.Sprintf("%s, and %d more runs would not either: the change sits at the allowance", lead, maxMore), 0, 0
+}
+
+// maxAutoRuns is the most max_runs perf.yaml takes (config.MaxRepeat).
+const maxAutoRuns = 100
+
+// alphaAt is the level of the look at n candidate runs: for repeat: auto
+// with max_runs raised to at least n, AutoAlpha/max(n, max_runs); else
+// this comparison's.
+func (j judge) alphaAt(n int) float64 {
+	if !j.auto {
+		return j.alpha
+	}
+	return j.autoA / float64(max(n, j.autoMax))
 }
 
 func decideAt(j judge, est, hw float64) Verdict {

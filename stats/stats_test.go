@@ -144,8 +144,8 @@ func TestCompare(t *testing.T) {
 		t.Errorf("0 -> 0.75: delta %v (%v%%, %s), scale %s", r.Delta, r.DeltaPct, FormatDelta(r), r.Scale)
 	}
 	r = Compare(timeSpec, runs(rng, 1, 20, 100, 0, 0.02), runs(rng, 1, 20, 200, 0, 0.02), DefaultThresholds)
-	if !strings.Contains(r.Reason, "record ≥ 3 baseline runs") || r.NeedRuns < 1 {
-		t.Errorf("1 vs 1: reason %q, need %d", r.Reason, r.NeedRuns)
+	if !strings.Contains(r.Reason, "record ≥ 3 baseline runs") || r.NeedBaseRuns < 1 || r.NeedRuns != 0 {
+		t.Errorf("1 vs 1: reason %q, need %d candidate and %d baseline runs, want 0 and ≥ 1", r.Reason, r.NeedRuns, r.NeedBaseRuns)
 	}
 	// Inconclusive cases say what would settle them in runs (or that
 	// no number of runs would, at the allowance), never in steps.
