@@ -42,10 +42,7 @@ func doc(t *testing.T, rel string) []byte {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	r := analysis.Analyze(p, analysis.Options{})
-	an := report.NewAnalysis([]*analysis.Result{r})
-	an.MedianStep = report.StepLayout("this run", r) // as gpugate run stores it
-	if err := an.WriteJSON(&buf); err != nil {
+	if err := report.NewStoredAnalysis([]*analysis.Result{analysis.Analyze(p, analysis.Options{})}).WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
 	docs[rel] = buf.Bytes()

@@ -178,7 +178,7 @@ type Sampling struct {
 // String says it in a sentence.
 func (s *Sampling) String() string {
 	out := fmt.Sprintf("sampling: %d pair(s) of about %.0fs each, order %s; stopped: %s", s.Pairs, s.PairSec, strings.Join(s.Order, " "), s.Stopped)
-	if s.Unit == "run" {
+	if s.Unit == stats.UnitRun {
 		out = fmt.Sprintf("sampling (repeat: auto): %d candidate run(s) of about %.0fs each, a look after each at α=%.3g; stopped: %s", s.Runs, s.RunSec, s.LookAlpha, s.Stopped)
 	}
 	if s.Advice != "" {

@@ -28,7 +28,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 	o, w := p.o, p.o.Workload
 	lookAlpha := AutoAlpha / float64(w.MaxRuns)
 	budget := time.Duration(w.Budget)
-	of := fmt.Sprintf("up to %d (repeat: auto)", w.MaxRuns)
+	_, of := p.planned()
 	var rep *gate.Report
 	stopped := ""
 	for {

@@ -263,9 +263,6 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 	if err != nil {
 		return nil, err
 	}
-	if th.Alpha == 0 {
-		th.Alpha = stats.DefaultThresholds.Alpha
-	}
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)

@@ -258,14 +258,9 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
 		results[0].Warnings = append(results[0].Warnings, ws...)
 	}
-	doc := report.NewAnalysis(results)
+	doc := report.NewStoredAnalysis(results)
 	if res.MaxRSSBytes > 0 {
 		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes}
-	}
-	if len(results) > 0 {
-		// The first profile's median step, laid out: the dashboard's
-		// run page and a later comparison draw a stored run from it.
-		doc.MedianStep = report.StepLayout("this run", results[0])
 	}
 	var buf bytes.Buffer
 	if err := doc.WriteJSON(&buf); err != nil {
@@ -306,13 +301,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out, Start: time.Now()}
 	// repeat: auto runs once here and again in judge until decided; a
 	// baseline recorded with it gets baseline.runs runs.
-	n, of := int(w.Repeat), fmt.Sprint(int(w.Repeat))
-	if w.Repeat.Auto() {
-		n, of = 1, fmt.Sprintf("up to %d (repeat: auto)", w.MaxRuns)
-		if o.Record {
-			n, of = o.Config.Baseline.Runs, fmt.Sprint(o.Config.Baseline.Runs)
-		}
-	}
+	n, of := p.planned()
 	var passes [][]float64 // each profiled pass's step times, for the overhead
 	for i := 1; i <= n; i++ {
 		start := time.Now()
@@ -345,6 +334,19 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		fmt.Fprintf(o.Log, "gpugate: profiling overhead %s (from the job's log)\n", report.OverheadText(ex.Overhead))
 	}
 	return ex, nil
+}
+
+// planned is how many runs Execute makes, and how the log counts them
+// ("3", or "up to 5 (repeat: auto)").
+func (p *Plan) planned() (int, string) {
+	w := p.o.Workload
+	switch {
+	case !w.Repeat.Auto():
+		return int(w.Repeat), fmt.Sprint(int(w.Repeat))
+	case p.o.Record:
+		return p.o.Config.Baseline.Runs, fmt.Sprint(p.o.Config.Baseline.Runs)
+	}
+	return 1, fmt.Sprintf("up to %d (repeat: auto)", w.MaxRuns)
 }
 
 // runDir is run i's artifacts folder: out itself for a single run, runN

@@ -236,6 +236,17 @@ func NewAnalysis(results []*analysis.Result) *Analysis {
 	return doc
 }
 
+// NewStoredAnalysis is the document gpugate stores for a run (gpugate
+// run, baseline record): NewAnalysis with the first profile's median step
+// laid out (MedianStep), which the dashboard and step.svg draw.
+func NewStoredAnalysis(results []*analysis.Result) *Analysis {
+	doc := NewAnalysis(results)
+	if len(results) > 0 {
+		doc.MedianStep = StepLayout("this run", results[0])
+	}
+	return doc
+}
+
 func newProfile(r *analysis.Result) Profile {
 	p := r.Profile
 	out := Profile{

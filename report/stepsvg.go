@@ -254,12 +254,7 @@ func StepLayout(label string, r *analysis.Result) *StepTimeline {
 		streams[key] = append(streams[key], b)
 		busy = append(busy, b)
 	}
-	slices.SortFunc(keys, func(a, b [2]int32) int {
-		if a[0] != b[0] {
-			return int(a[0] - b[0])
-		}
-		return int(a[1] - b[1])
-	})
+	slices.SortFunc(keys, func(a, b [2]int32) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	for _, k := range keys {
 		g.Lanes = append(g.Lanes, StepLane{Name: fmt.Sprintf("GPU %d stream %d", k[0], k[1]), Boxes: streams[k]})
 	}
@@ -313,7 +308,7 @@ func (g *StepTimeline) merge() {
 			break
 		}
 	}
-	if over := total() - MaxStepBoxes; over > 0 {
+	if total() > MaxStepBoxes {
 		// Kinds alternate on some lane: keep the longest boxes of each
 		// lane, each lane its share.
 		share := max(1, (MaxStepBoxes-len(g.Idle))/max(1, len(g.Lanes)))

@@ -143,10 +143,7 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", escape.Terminal(*workload))
 			}
 			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
-			doc := report.NewAnalysis(results)
-			if len(results) > 0 {
-				doc.MedianStep = report.StepLayout("this run", results[0]) // as gpugate run stores it
-			}
+			doc := report.NewStoredAnalysis(results)
 			var buf bytes.Buffer
 			if err := doc.WriteJSON(&buf); err != nil {
 				return err
