@@ -52,18 +52,6 @@ func TestSequentialRuns(t *testing.T) {
 		{"×1.5, run CV 5%: regression", 0.05, 1.5, Regression, 0.95, 1},
 		{"×1.3, run CV 5%: regression", 0.05, 1.3, Regression, 0.95, 1},
 	} {
-		n, runs := 0, 0
-		for range trials {
-			v, r := seq(c.factor, c.drift)
-			runs += r
-			if v == c.want {
-				n++
-			}
-		}
-		got := float64(n) / float64(trials)
-		t.Logf("%-36s %6.2f%%, mean %.1f candidate runs (%d trials)", c.name, 100*got, float64(runs)/float64(trials), trials)
-		if got < c.min || got > c.max {
-			t.Errorf("%s: %.2f%%, want within [%.0f%%, %.0f%%]", c.name, 100*got, 100*c.min, 100*c.max)
-		}
+		checkRate(t, c.name, "candidate runs", trials, c.want, c.min, c.max, func() (Verdict, int) { return seq(c.factor, c.drift) })
 	}
 }

@@ -348,19 +348,27 @@ func TestSequentialAB(t *testing.T) {
 		{"head ×1.3: regression", 0.05, 1.3, Regression, 0.8, 1},
 	} {
 		noise = c.noise
-		n, pairs := 0, 0
-		for range trials {
-			v, p := seq(c.factor)
-			pairs += p
-			if v == c.want {
-				n++
-			}
+		checkRate(t, c.name, "pairs", trials, c.want, c.min, c.max, func() (Verdict, int) { return seq(c.factor) })
+	}
+}
+
+// checkRate runs a sequential procedure trials times and requires the
+// share of trials ending in want to lie in [min, max]; it logs the share
+// and the mean number of samples (pairs, runs) each trial took.
+func checkRate(t *testing.T, name, unit string, trials int, want Verdict, min, max float64, trial func() (Verdict, int)) {
+	t.Helper()
+	n, samples := 0, 0
+	for range trials {
+		v, k := trial()
+		samples += k
+		if v == want {
+			n++
 		}
-		got := float64(n) / float64(trials)
-		t.Logf("%-28s %6.2f%%, mean %.1f pairs (%d trials)", c.name, 100*got, float64(pairs)/float64(trials), trials)
-		if got < c.min || got > c.max {
-			t.Errorf("%s: %.2f%%, want within [%.0f%%, %.0f%%]", c.name, 100*got, 100*c.min, 100*c.max)
-		}
+	}
+	got := float64(n) / float64(trials)
+	t.Logf("%-36s %6.2f%%, mean %.1f %s (%d trials)", name, 100*got, float64(samples)/float64(trials), unit, trials)
+	if got < min || got > max {
+		t.Errorf("%s: %.2f%%, want within [%.0f%%, %.0f%%]", name, 100*got, 100*min, 100*max)
 	}
 }
 
