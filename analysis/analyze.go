@@ -93,12 +93,14 @@ type Step struct {
 	Start, End         int64 // [s0, s1)
 
 	Kernels  int
-	GPUBusy  int64 // union of all GPU activity in the window
+	Memcpys  int   // memcpys attributed to the step, every direction
+	Memsets  int   // memsets attributed to the step
+	GPUBusy  int64 // union of the step's own GPU ops, clipped to its window
 	CPUWait  int64 // idle time during which the next GPU op was not launched yet
 	DataWait int64 // the part of CPUWait under data-loader ranges (host time in them without GPU)
 
 	SyncCalls int
-	SyncTime  int64
+	SyncTime  int64 // union of the sync calls' host time, clipped to [s0, s1)
 
 	H2D, D2H, D2D Copies
 
@@ -112,6 +114,11 @@ type Step struct {
 	Launches       int     // kernel launch calls in the host window
 
 	Memory StepMemory // peak memory and its source (memory.go); Source "" when absent
+}
+
+// Ops counts the step's GPU ops by kind.
+func (s *Step) Ops() OpCounts {
+	return OpCounts{Kernels: s.Kernels, Memcpy: s.Memcpys, Memset: s.Memsets}
 }
 
 // StepTime is s1 - s0.
@@ -186,6 +193,17 @@ type Result struct {
 	// (correlation id below the process's first API call in the trace):
 	// they belong to no step (see the package comment).
 	PreCapture PreCaptureOps
+	// OutsideSteps counts the GPU ops that belong to no step, kept or left
+	// out, and were not launched before the capture: launched outside every
+	// host window and starting outside every step window (a partial
+	// iteration before the first inferred step or after the last, work
+	// between two marked steps). With the steps, the left-out steps and
+	// PreCapture they account for every GPU op of the profile exactly once
+	// (docs/metrics.md, "Every GPU op is counted once").
+	OutsideSteps OpCounts
+	// OutsideWhere splits OutsideSteps' total by where the ops start:
+	// before the first step's window, between windows, after the last.
+	OutsideWhere [3]int
 
 	// LeftOut are the steps left out at the edges of the profile (Trim):
 	// every consumer of the result — summaries, findings, comparisons,
@@ -201,6 +219,7 @@ type Result struct {
 	stepRE     *regexp.Regexp
 	preCapture []bool // per GPU op: launched before the capture; nil for none
 	keep       [2]int // [lo, hi) of the steps Analyze keeps
+	measured   [2]int // [lo, hi) of the steps Options.FirstStep and MaxSteps select
 	stepThread int64
 	dataName   string
 	syncRanges []struct{ thread, t int64 }
@@ -233,16 +252,19 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		linked = true
 		inf = r.inferSteps()
 		hosts, thread, r.StepMethod = inf.hosts, inf.thread, inf.method
-		if len(hosts) > 0 {
-			r.warnf("no step markers matching %q: %d steps inferred from %s; pass --step-pattern to name the iteration ranges", opt.StepPattern.String(), len(hosts), inf.note)
-		}
 	}
 	r.stepThread = thread
+	// The measured steps are hosts[first : first+n]. The warm-up steps
+	// before them and the steps after them stay steps, left out (trim):
+	// their GPU ops are theirs, not outside every step, and the first
+	// measured step's window starts where the warm-up's GPU work ends.
+	first, n := 0, len(hosts)
 	if opt.FirstStep > 0 && len(hosts) > 0 {
-		hosts = hosts[min(opt.FirstStep, len(hosts)-1):]
+		first = min(opt.FirstStep, len(hosts)-1)
+		n -= first
 	}
-	if opt.MaxSteps > 0 && len(hosts) > opt.MaxSteps {
-		hosts = hosts[:opt.MaxSteps]
+	if opt.MaxSteps > 0 && n > opt.MaxSteps {
+		n = opt.MaxSteps
 	}
 	if len(hosts) == 0 {
 		r.WholeProfile = true
@@ -261,8 +283,13 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 		r.Steps[i] = Step{Name: h.name, HostStart: h.lo, HostEnd: h.hi}
 	}
 	r.keep = [2]int{0, len(r.Steps)}
-	if !opt.KeepEdges && !r.WholeProfile {
-		r.keep[0], r.keep[1] = trimBounds(len(r.Steps))
+	if !r.WholeProfile {
+		r.measured = [2]int{first, first + n}
+		r.keep = r.measured
+		if !opt.KeepEdges {
+			lo, hi := trimBounds(n)
+			r.keep = [2]int{first + lo, first + hi}
+		}
 	}
 
 	if !linked {
@@ -273,10 +300,15 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	for i := range r.Steps {
 		windows[i] = span{r.Steps[i].Start, r.Steps[i].End}
 	}
+	r.countOps(opStep)
+	if !r.WholeProfile && inf.note != nil {
+		r.warnf("no step markers matching %q: %d steps inferred from %s; pass --step-pattern to name the iteration ranges", opt.StepPattern.String(), len(r.Steps), inf.note(r.Steps))
+	}
+	r.warnOutside()
 
 	data, dataName := dataRanges(p, opt.DataPattern)
 	r.dataName = dataName
-	r.hostCalls(opt, data)
+	r.hostCalls(opt, data, windows)
 	if r.HasGPU {
 		r.gpuMetrics(opt, opStep, windows, data)
 	} else {
@@ -298,11 +330,12 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 	return r
 }
 
-// LeftOut is a step left out of the analysis, and why.
+// LeftOut is a step left out of the analysis, and why, with its GPU ops.
 type LeftOut struct {
 	Name     string `json:"name"`
 	Reason   string `json:"reason"`
 	StepTime int64  `json:"step_time_ns"`
+	OpCounts        // the step's GPU ops: kernels, memcpy, memset
 }
 
 // Trim returns the steps that Analyze keeps out of n: the edges of a
@@ -340,6 +373,10 @@ func (r *Result) trim() {
 	for i := range r.Steps {
 		var why string
 		switch {
+		case i < r.measured[0]:
+			why = "warm-up step (warmup_steps)"
+		case i >= r.measured[1]:
+			why = "after the measured steps (measure_steps)"
 		case i < lo:
 			why = "first step: one-time work (warm-up)"
 		case i >= hi:
@@ -347,7 +384,7 @@ func (r *Result) trim() {
 		default:
 			continue
 		}
-		r.LeftOut = append(r.LeftOut, LeftOut{Name: r.Steps[i].Name, Reason: why, StepTime: r.Steps[i].StepTime()})
+		r.LeftOut = append(r.LeftOut, LeftOut{Name: r.Steps[i].Name, Reason: why, StepTime: r.Steps[i].StepTime(), OpCounts: r.Steps[i].Ops()})
 	}
 	start, end := r.Steps[lo].Start, r.Steps[hi-1].End
 	gaps := r.Gaps[:0]
@@ -528,20 +565,13 @@ func (r *Result) link() {
 				r.preCapture = make([]bool, len(p.GPU))
 			}
 			r.preCapture[i] = true
-			switch op.Kind {
-			case trace.Kernel:
-				r.PreCapture.Kernels++
-			case trace.Memcpy:
-				r.PreCapture.Memcpy++
-			case trace.Memset:
-				r.PreCapture.Memset++
-			}
+			r.PreCapture.add(op.Kind)
 			continue
 		}
 		unlinked++
 	}
 	if n := r.PreCapture.Total(); n > 0 {
-		r.warnf("%d GPU ops (%d kernels, %d copies, %d memsets) were launched before the capture began (correlation id below the first API call in the trace): they belong to no step; their run time counts as GPU busy time of the window they run in",
+		r.warnf("%d GPU ops (%d kernels, %d copies, %d memsets) were launched before the capture began (correlation id below the first API call in the trace): they belong to no step and count in no step's metrics (pre_capture)",
 			n, r.PreCapture.Kernels, r.PreCapture.Memcpy, r.PreCapture.Memset)
 	}
 	if unlinked > 0 && len(p.API) > 0 {
@@ -549,15 +579,79 @@ func (r *Result) link() {
 	}
 }
 
-// PreCaptureOps counts GPU ops launched before the capture, by kind.
-type PreCaptureOps struct {
+// OpCounts counts GPU ops by kind.
+type OpCounts struct {
 	Kernels int `json:"kernels"`
 	Memcpy  int `json:"memcpy"`
 	Memset  int `json:"memset"`
 }
 
-// Total is the number of pre-capture ops of every kind.
-func (c PreCaptureOps) Total() int { return c.Kernels + c.Memcpy + c.Memset }
+// PreCaptureOps counts GPU ops launched before the capture, by kind.
+type PreCaptureOps = OpCounts
+
+// Total is the number of ops of every kind.
+func (c OpCounts) Total() int { return c.Kernels + c.Memcpy + c.Memset }
+
+// add counts one op of kind k.
+func (c *OpCounts) add(k trace.Kind) {
+	switch k {
+	case trace.Kernel:
+		c.Kernels++
+	case trace.Memcpy:
+		c.Memcpy++
+	case trace.Memset:
+		c.Memset++
+	}
+}
+
+// Plus is the sum of c and d.
+func (c OpCounts) Plus(d OpCounts) OpCounts {
+	return OpCounts{c.Kernels + d.Kernels, c.Memcpy + d.Memcpy, c.Memset + d.Memset}
+}
+
+// countOps counts each step's GPU ops by kind, and the ops outside every
+// step (neither a step's nor launched before the capture), with where
+// they start.
+func (r *Result) countOps(opStep []int32) {
+	p := r.Profile
+	for i := range p.GPU {
+		op := &p.GPU[i]
+		if st := opStep[i]; st >= 0 {
+			s := &r.Steps[st]
+			switch op.Kind {
+			case trace.Kernel:
+				s.Kernels++
+			case trace.Memcpy:
+				s.Memcpys++
+			case trace.Memset:
+				s.Memsets++
+			}
+			continue
+		}
+		if r.isPreCapture(i) {
+			continue
+		}
+		r.OutsideSteps.add(op.Kind)
+		switch {
+		case len(r.Steps) == 0 || op.Start < r.Steps[0].Start:
+			r.OutsideWhere[0]++
+		case op.Start >= r.Steps[len(r.Steps)-1].End:
+			r.OutsideWhere[2]++
+		default:
+			r.OutsideWhere[1]++
+		}
+	}
+}
+
+// warnOutside says how many GPU ops are in no step, and where.
+func (r *Result) warnOutside() {
+	o := r.OutsideSteps
+	if o.Total() == 0 {
+		return
+	}
+	r.warnf("%d GPU ops (%d kernels, %d copies, %d memsets) are in no step: %d before the first step, %d between steps, %d after the last (launched outside every step's host window and starting outside every step's window, e.g. a partial iteration); they count in no step's metrics (outside_steps)",
+		o.Total(), o.Kernels, o.Memcpy, o.Memset, r.OutsideWhere[0], r.OutsideWhere[1], r.OutsideWhere[2])
+}
 
 // isPreCapture reports whether GPU op i was launched before the capture.
 func (r *Result) isPreCapture(i int) bool { return r.preCapture != nil && r.preCapture[i] }
@@ -677,8 +771,13 @@ func (r *Result) windows() []int32 {
 		s.End = max(s.End, s.Start)
 		prev = s.End
 	}
+	// Kernel-period steps are cut at launches: an op launched outside them
+	// is a partial iteration, which is no step's (infer.go). Otherwise an
+	// op launched between host windows, or without a launch call, goes to
+	// the window it starts in.
+	byStart := r.StepMethod != StepsKernelPeriod
 	for i := range p.GPU {
-		if opStep[i] < 0 && !r.isPreCapture(i) {
+		if opStep[i] < 0 && !r.isPreCapture(i) && (byStart || r.Launch[i] < 0) {
 			opStep[i] = int32(r.windowAt(p.GPU[i].Start))
 		}
 	}
@@ -694,9 +793,20 @@ func syncAPI(name string) bool { return trace.SyncAPI(name) }
 // (trace.LaunchAPI).
 func launchAPI(name string) bool { return trace.LaunchAPI(name) }
 
-// hostCalls counts sync calls and launch statistics per step.
-func (r *Result) hostCalls(opt Options, data []span) {
+// hostCalls counts sync calls and launch statistics per step. A step's
+// sync calls are those that start in its host window [h0, h1); their time
+// is the union of their host intervals clipped to the step's window
+// [s0, s1), so that it never exceeds the step time: a call at h0 that waits
+// for the previous step's GPU work (which ends at s0 > h0) spends part of
+// its time before the window, and calls on two threads at once count once.
+func (r *Result) hostCalls(opt Options, data []span, windows []span) {
 	p := r.Profile
+	syncs := make([][]span, len(r.Steps)) // per step, sorted by start
+	defer func() {
+		for i, in := range syncs {
+			r.Steps[i].SyncTime = perWindow(unionSorted(in), windows[i:i+1])[0]
+		}
+	}()
 	if len(p.API) == 0 {
 		// Without a GPU the Dataset's own tensor code runs inside the
 		// data-loader ranges when num_workers=0; its .item() calls are CPU
@@ -709,7 +819,7 @@ func (r *Result) hostCalls(opt Options, data []span) {
 			}
 			if s := r.stepAt(rg.Start); s >= 0 {
 				r.Steps[s].SyncCalls++
-				r.Steps[s].SyncTime += rg.End - rg.Start
+				syncs[s] = append(syncs[s], span{rg.Start, rg.End})
 				r.syncRanges = append(r.syncRanges, struct{ thread, t int64 }{rg.Thread, rg.Start})
 			}
 		}
@@ -741,7 +851,7 @@ func (r *Result) hostCalls(opt Options, data []span) {
 		}
 		if k == 1 {
 			r.Steps[s].SyncCalls++
-			r.Steps[s].SyncTime += a.End - a.Start
+			syncs[s] = append(syncs[s], span{a.Start, a.End})
 		} else {
 			launchDur[s] = append(launchDur[s], a.End-a.Start)
 		}
@@ -797,41 +907,44 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 	p := r.Profile
 	comm := p.Names.Match(opt.CommPattern)
 	kern := map[trace.Name]*KernelStat{}
-	var nComm, nCopy int
+	nComm := 0
 	for i := range p.GPU {
-		switch {
-		case p.GPU[i].Kind == trace.Memcpy:
-			nCopy++
-		case p.GPU[i].Kind == trace.Kernel && comm[p.GPU[i].Name]:
+		if p.GPU[i].Kind == trace.Kernel && comm[p.GPU[i].Name] {
 			nComm++
 		}
 	}
 	if nComm == 0 && p.WorldSize > 1 {
 		r.warnf("the trace says world size %d but no kernel matches the communication pattern, so comm_time and exposed_comm are 0; if the job communicates through kernels the pattern does not know, name them with comm_pattern in perf.yaml or -comm-pattern (docs/metrics.md lists the kernels recognized by default)", p.WorldSize)
 	}
+	// A step's busy, compute, communication and copy time are unions of
+	// its own ops only (ops attributed to it), clipped to its window: an op
+	// of another step, of no step or launched before the capture that runs
+	// in the window is not the step's work. The gaps below are the
+	// device's idle time, so they use every op.
+	type own struct{ all, compute, comm, copies []span }
+	per := make([]own, len(r.Steps))
 	all := make([]span, 0, len(p.GPU))
-	computeIn := make([]span, 0, len(p.GPU)-nComm-nCopy)
-	commIn, copyIn := make([]span, 0, nComm), make([]span, 0, nCopy)
 	for i := range p.GPU {
 		op := &p.GPU[i]
-		s := span{op.Start, op.End}
-		all = append(all, s)
-		switch {
-		case op.Kind == trace.Memcpy:
-			copyIn = append(copyIn, s)
-		case op.Kind == trace.Kernel && comm[op.Name]:
-			commIn = append(commIn, s)
-		default:
-			computeIn = append(computeIn, s)
-		}
+		sp := span{op.Start, op.End}
+		all = append(all, sp)
 		st := opStep[i]
 		if st < 0 {
 			continue
 		}
+		o := &per[st]
+		o.all = append(o.all, sp)
+		switch {
+		case op.Kind == trace.Memcpy:
+			o.copies = append(o.copies, sp)
+		case op.Kind == trace.Kernel && comm[op.Name]:
+			o.comm = append(o.comm, sp)
+		default:
+			o.compute = append(o.compute, sp)
+		}
 		step := &r.Steps[st]
 		switch op.Kind {
 		case trace.Kernel:
-			step.Kernels++
 			if int(st) < r.keep[0] || int(st) >= r.keep[1] {
 				break // a step left out: not in the kernel statistics
 			}
@@ -868,17 +981,14 @@ func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []
 	slices.SortFunc(r.KernelStats, func(a, b KernelStat) int { return cmp.Or(cmp.Compare(b.Time, a.Time), cmp.Compare(a.Name, b.Name)) })
 	busy := unionSorted(all)
 	r.GPUBusy = total(busy)
-	compute, commU, copies := unionSorted(computeIn), unionSorted(commIn), unionSorted(copyIn)
-	exposedComm := subtract(commU, compute)
-	exposedCopy := subtract(subtract(copies, compute), commU)
-	busyW := perWindow(busy, windows)
-	computeW := perWindow(compute, windows)
-	commW := perWindow(commU, windows)
-	exCommW := perWindow(exposedComm, windows)
-	exCopyW := perWindow(exposedCopy, windows)
 	for i := range r.Steps {
-		s := &r.Steps[i]
-		s.GPUBusy, s.Compute, s.CommTime, s.ExposedComm, s.ExposedCopy = busyW[i], computeW[i], commW[i], exCommW[i], exCopyW[i]
+		s, o, w := &r.Steps[i], &per[i], windows[i:i+1]
+		in := func(x []span) int64 { return perWindow(x, w)[0] }
+		compute, commU, copies := unionSorted(o.compute), unionSorted(o.comm), unionSorted(o.copies)
+		s.GPUBusy = in(unionSorted(o.all))
+		s.Compute, s.CommTime = in(compute), in(commU)
+		s.ExposedComm = in(subtract(commU, compute))
+		s.ExposedCopy = in(subtract(subtract(copies, compute), commU))
 	}
 
 	r.Gaps = make([]Gap, 0, len(busy)+1) // at most one gap per island, and a last one

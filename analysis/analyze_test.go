@@ -36,14 +36,14 @@ func TestHandMadeNsys(t *testing.T) {
 	}
 	want := []Step{{
 		Name: "train_step", HostStart: 1000, HostEnd: 5000, Start: 1000, End: 5500,
-		Kernels: 3, GPUBusy: 2800, CPUWait: 1700, DataWait: 0,
+		Kernels: 3, Memcpys: 1, GPUBusy: 2800, CPUWait: 1700, DataWait: 0,
 		SyncCalls: 1, SyncTime: 240,
 		D2H:     Copies{Count: 1, Bytes: 4096, Time: 100, Pageable: 1},
 		Compute: 1900, CommTime: 1000, ExposedComm: 800, ExposedCopy: 100,
 		LaunchOverhead: 40, ShortKernels: 0, Launches: 3,
 	}, {
 		Name: "train_step", HostStart: 6000, HostEnd: 9000, Start: 6000, End: 9000,
-		Kernels: 2, GPUBusy: 1100, CPUWait: 1900, DataWait: 800,
+		Kernels: 2, Memcpys: 1, GPUBusy: 1100, CPUWait: 1900, DataWait: 800,
 		SyncCalls: 1, SyncTime: 200,
 		H2D:     Copies{Count: 1, Bytes: 1048576, Time: 100},
 		Compute: 1000, ExposedCopy: 100,

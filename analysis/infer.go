@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/gpugate/gpugate/trace"
 )
@@ -76,8 +77,10 @@ type inferred struct {
 	thread int64
 	method string
 	trust  float64
-	note   string // how the steps were found, for the warning
-	phases bool   // the steps are named as two phases
+	// note says how the steps were found, for the warning; it is given
+	// the steps as analysed, so that the numbers it quotes are theirs.
+	note   func(steps []Step) string
+	phases bool // the steps are named as two phases
 }
 
 // inferSteps finds steps in a profile without step markers. r.Launch must
@@ -102,11 +105,11 @@ func (r *Result) inferSteps() inferred {
 		{p.Names.Match(fusedOptimizerRE), 0.9, "ends of fused optimizer op ranges"},
 	} {
 		if hosts, thread, name := rangeSteps(p, t.match, true, r.Start); len(hosts) > 0 {
-			return inferred{hosts: hosts, thread: thread, method: StepsOptimizer, trust: t.trust, note: fmt.Sprintf("%s (%q)", t.what, name)}
+			return inferred{hosts: hosts, thread: thread, method: StepsOptimizer, trust: t.trust, note: fixedNote(fmt.Sprintf("%s (%q)", t.what, name))}
 		}
 	}
 	if hosts, thread, name := rangeSteps(p, p.Names.Match(fsdpForwardRE), false, r.Start); len(hosts) > 0 {
-		return inferred{hosts: hosts, thread: thread, method: StepsFSDP, trust: 0.9, note: fmt.Sprintf("starts of FSDP forward ranges (%q)", name)}
+		return inferred{hosts: hosts, thread: thread, method: StepsFSDP, trust: 0.9, note: fixedNote(fmt.Sprintf("starts of FSDP forward ranges (%q)", name))}
 	}
 	return r.periodSteps()
 }
@@ -237,7 +240,9 @@ func (r *Result) periodSteps() inferred {
 		if len(out) < 2 {
 			return none
 		}
-		note := fmt.Sprintf("a repeating sequence of %d GPU ops (%.0f%% of ops repeat at that period); a capture shorter than two iterations repeats its layers instead, so check that the period is an iteration", P, 100*score)
+		note := func(steps []Step) string {
+			return fmt.Sprintf("a sequence of GPU ops that repeats every %d ops (%.0f%% of ops repeat at that period; the steps hold %s GPU ops each); a capture shorter than two iterations repeats its layers instead, so check that the period is an iteration", P, 100*score, opsPerStep(steps, ""))
+		}
 		inf := inferred{hosts: out, thread: thread, method: StepsKernelPeriod, trust: 0.9 * score, note: note}
 		return r.preferAnnotation(inf, P)
 	}
@@ -306,7 +311,11 @@ func (r *Result) phaseSteps(ops []launched) inferred {
 	}
 	// The phases tile the host timeline as steps do.
 	ha[len(ha)-1].hi = min(ha[len(ha)-1].hi, hb[0].lo)
-	note := fmt.Sprintf("two phases with different repeating sequences (phase 1: %d steps of %d GPU ops, phase 2: %d steps of %d; %d of %d kernel names occur in both): the capture holds two loops, and summaries mix their steps; confidence halved", len(ha), Pa, len(hb), Pb, bestShared, len(first))
+	shared, names := bestShared, len(first)
+	note := func(steps []Step) string {
+		return fmt.Sprintf("two phases with different repeating sequences (phase 1: %d steps of %s GPU ops, period %d; phase 2: %d steps of %s, period %d; %d of %d kernel names occur in both): the capture holds two loops, and summaries mix their steps; confidence halved",
+			countPrefix(steps, "phase 1 "), opsPerStep(steps, "phase 1 "), Pa, countPrefix(steps, "phase 2 "), opsPerStep(steps, "phase 2 "), Pb, shared, names)
+	}
 	return inferred{hosts: append(ha, hb...), thread: thread, method: StepsKernelPeriod, trust: 0.5 * 0.9 * min(sa, sb), note: note, phases: true}
 }
 
@@ -338,8 +347,11 @@ func bestPeriod(ops []launched) (int, float64) {
 		}
 		last[o.key] = i
 	}
-	seen := map[int]bool{}
-	var cands []int
+	// Period 1 (one op, launched over and over) is a candidate too: the
+	// distances above start at 2, and a loop of one kernel repeats at
+	// every multiple of 1 as exactly as at 1.
+	seen := map[int]bool{1: true}
+	cands := []int{1}
 	for _, top := range []struct {
 		dist map[int]int
 		n    int
@@ -399,7 +411,12 @@ func bestPeriod(ops []launched) (int, float64) {
 	return bestP, bestScore
 }
 
-func periodWindow(P int) int { return max(3, P/100) }
+// periodWindow is the tolerance in positions of a period P: max(3, P/100),
+// but below half the period, so that a short period is matched exactly. A
+// tolerance of P/2 or more lets any sequence whose names recur within the
+// window "repeat": one GEMM launched five times scored 100% at period 2,
+// and a one-shot H2D, H2D, kernel, D2H scored 100% at period 2 too.
+func periodWindow(P int) int { return min(max(3, P/100), (P-1)/2) }
 
 // periodMatch reports whether the op at i recurs at i+P, give or take w.
 func periodMatch(ops []launched, i, P, w int) bool {
@@ -578,11 +595,43 @@ func (r *Result) preferAnnotation(inf inferred, P int) inferred {
 	for _, rg := range rgs {
 		hosts = append(hosts, hostStep{name: p.Names.String(rg.Name), lo: rg.Start, hi: rg.End})
 	}
-	note := fmt.Sprintf("the top-level range %q (%d×), which holds %d of the %d steps of the kernel period (%d GPU ops: layers inside an iteration) and %d of the thread's %d kernel launches", p.Names.String(rgs[0].Name), len(rgs), bestN, len(inf.hosts), P, inside, launches)
+	note := fixedNote(fmt.Sprintf("the top-level range %q (%d×), which holds %d of the %d steps of the kernel period (every %d GPU ops: layers inside an iteration) and %d of the thread's %d kernel launches", p.Names.String(rgs[0].Name), len(rgs), bestN, len(inf.hosts), P, inside, launches))
 	return inferred{hosts: hosts, thread: inf.thread, method: StepsAnnotation, trust: 0.9, note: note}
 }
 
 var digitsRE = regexp.MustCompile(`[0-9]+`)
+
+func fixedNote(s string) func([]Step) string { return func([]Step) string { return s } }
+
+// opsPerStep says how many GPU ops the steps whose name starts with prefix
+// hold: "N", or "A–B" when they differ.
+func opsPerStep(steps []Step, prefix string) string {
+	lo, hi := -1, -1
+	for i := range steps {
+		if !strings.HasPrefix(steps[i].Name, prefix) {
+			continue
+		}
+		n := steps[i].Ops().Total()
+		if lo < 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+func countPrefix(steps []Step, prefix string) int {
+	n := 0
+	for i := range steps {
+		if strings.HasPrefix(steps[i].Name, prefix) {
+			n++
+		}
+	}
+	return n
+}
 
 // timePhases looks at the steps' times for two regimes one after the other
 // (two loops with the same kernels but different sizes): a split with at

@@ -194,7 +194,7 @@ func TestInferStepsNsysH100(t *testing.T) {
 			if sh := share(k, 0.03); sh < 0.9 {
 				t.Errorf("%s pid %d: kernel counts %v: only %.0f%% within 3%% of the median", f, p.Process, counts, 100*sh)
 			}
-			if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "repeating sequence of") }) {
+			if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "repeats every") }) {
 				t.Errorf("%s pid %d: warnings %q do not say how the steps were found", f, p.Process, r.Warnings)
 			}
 		}
