@@ -229,6 +229,9 @@ type gen struct {
 	corr int64
 	t    int64 // host clock: end of the last launch call
 	dev  int64 // device clock: end of the last op
+	// side puts the next ops on a second stream, which starts them 1 µs
+	// after their launch whatever the first stream runs.
+	side bool
 }
 
 func newGen(name string) *gen {
@@ -244,6 +247,9 @@ func (g *gen) op(kind trace.Kind, name string, gap, dur int64) {
 	p.API = append(p.API, trace.APICall{Start: start, End: start + 2000, Corr: g.corr, Thread: 1, Name: p.Names.InternString(api)})
 	g.t = start + 2000
 	s := max(start+1000, g.dev)
+	if g.side {
+		s = start + 1000
+	}
 	op := trace.GPUOp{Start: s, End: s + dur, Corr: g.corr, Name: p.Names.InternString(name), Kind: kind}
 	switch name {
 	case "H2D":
@@ -252,7 +258,7 @@ func (g *gen) op(kind trace.Kind, name string, gap, dur int64) {
 		op.Copy, op.Src, op.Dst, op.Bytes = trace.DtoH, trace.DeviceMem, trace.Pageable, 4096
 	}
 	p.GPU = append(p.GPU, op)
-	g.dev = s + dur
+	g.dev = max(g.dev, s+dur)
 }
 
 // sync is a cudaStreamSynchronize that returns when the device is idle.
@@ -316,20 +322,23 @@ func TestOneShotNotPeriodic(t *testing.T) {
 
 // TestPartialRepetitionOutside: a, b, a, b, a — two steps of period 2 and
 // a last partial repetition, which is in no step: counted in
-// outside_steps, after the last step, and not in the last step's busy time
-// although it runs in that step's window (the device is behind).
+// outside_steps, and not in the last step's kernels or busy time although
+// it runs in that step's window (on a second stream, while the step's last
+// kernel runs).
 func TestPartialRepetitionOutside(t *testing.T) {
 	g := newGen("partial")
-	for _, n := range []string{"a", "b", "a", "b", "a"} {
+	for _, n := range []string{"a", "b", "a", "b"} {
 		g.op(trace.Kernel, n, 500, 10_000)
 	}
+	g.side = true
+	g.op(trace.Kernel, "a", 500, 3_000)
 	p := g.done()
 	r := checkInvariants(t, "partial", p, Options{KeepEdges: true})
 	if r.StepMethod != StepsKernelPeriod || len(r.Steps) != 2 {
 		t.Fatalf("%s with %d steps, want 2 kernel-period steps", r.StepMethod, len(r.Steps))
 	}
-	if r.OutsideSteps != (OpCounts{Kernels: 1}) || r.OutsideWhere != [3]int{0, 0, 1} {
-		t.Errorf("outside %+v at %v, want 1 kernel after the last step", r.OutsideSteps, r.OutsideWhere)
+	if r.OutsideSteps != (OpCounts{Kernels: 1}) || r.OutsideWhere != [3]int{0, 1, 0} {
+		t.Errorf("outside %+v at %v, want 1 kernel, starting inside the last step's window", r.OutsideSteps, r.OutsideWhere)
 	}
 	// Each step's busy time is its own two kernels: 20 µs.
 	for _, s := range r.Steps {
@@ -412,7 +421,9 @@ func TestInvariantsGenerated(t *testing.T) {
 		if rnd.IntN(3) == 0 {
 			g.sync(int64(rnd.IntN(5000)))
 		}
-		checkInvariants(t, strings.Join(names, ","), g.done(), Options{})
+		p := g.done()
+		r := checkInvariants(t, strings.Join(names, ","), p, Options{KeepEdges: true})
+		checkPeriod(t, strings.Join(names, ","), p, r, names)
 		n++
 	}
 	// Period-1 loops of 1 to 12 launches, the device behind or ahead.
@@ -477,4 +488,62 @@ func TestInvariantsGenerated(t *testing.T) {
 		n++
 	}
 	t.Logf("%d generated captures", n)
+}
+
+// checkPeriod checks inferred steps on a generated sequence of op names:
+// when the sequence repeats exactly with a smallest period P0 at least
+// three times (twice: see below), the steps are kernel-period steps of P0
+// ops; and kernel-period steps launch the same ops.
+func checkPeriod(t *testing.T, name string, p *trace.Profile, r *Result, names []string) {
+	t.Helper()
+	m, p0 := len(names), 0
+	for P := 1; 2*P <= m && m >= 4 && p0 == 0; P++ {
+		exact := true
+		for i := 0; i+P < m; i++ {
+			exact = exact && names[i] == names[i+P]
+		}
+		if exact {
+			p0 = P
+		}
+	}
+	if p0 > 0 {
+		// With two repetitions only, the step boundary (after the longest
+		// launch gap) may cut one of them: one window is then right too.
+		if r.StepMethod != StepsKernelPeriod && (m >= 3*p0 || !r.WholeProfile) {
+			t.Errorf("%s: repeats with period %d, but %s", name, p0, r.StepMethod)
+			return
+		}
+		for _, s := range r.Steps {
+			if r.WholeProfile {
+				break
+			}
+			if s.Ops().Total() != p0 {
+				t.Errorf("%s: %s holds %d ops, want the period %d", name, s.Name, s.Ops().Total(), p0)
+			}
+		}
+	}
+	if r.StepMethod != StepsKernelPeriod {
+		return
+	}
+	launch := map[int64]int64{}
+	for _, a := range p.API {
+		launch[a.Corr] = a.Start
+	}
+	bags := make([]map[string]int, len(r.Steps))
+	for i := range p.GPU {
+		l := launch[p.GPU[i].Corr]
+		for k, s := range r.Steps {
+			if l >= s.HostStart && l < s.HostEnd {
+				if bags[k] == nil {
+					bags[k] = map[string]int{}
+				}
+				bags[k][p.Names.String(p.GPU[i].Name)]++
+			}
+		}
+	}
+	for k := 1; k < len(bags); k++ {
+		if fmt.Sprint(bags[k]) != fmt.Sprint(bags[0]) {
+			t.Errorf("%s: step %d launches %v, step 1 %v: the period does not repeat", name, k+1, bags[k], bags[0])
+		}
+	}
 }

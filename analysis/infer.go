@@ -412,11 +412,17 @@ func bestPeriod(ops []launched) (int, float64) {
 }
 
 // periodWindow is the tolerance in positions of a period P: max(3, P/100),
-// but below half the period, so that a short period is matched exactly. A
-// tolerance of P/2 or more lets any sequence whose names recur within the
-// window "repeat": one GEMM launched five times scored 100% at period 2,
-// and a one-shot H2D, H2D, kernel, D2H scored 100% at period 2 too.
-func periodWindow(P int) int { return min(max(3, P/100), (P-1)/2) }
+// but at most a quarter of the period, and none below 8 ops, so that a
+// short period must repeat exactly. A tolerance near the period lets any
+// sequence whose names recur within the window "repeat": one GEMM launched
+// five times scored 100% at period 2, and relu, relu, relu, H2D, gemm,
+// relu 100% at period 3 (each relu finds a relu one position off).
+func periodWindow(P int) int {
+	if P < 8 {
+		return 0
+	}
+	return min(max(3, P/100), P/4)
+}
 
 // periodMatch reports whether the op at i recurs at i+P, give or take w.
 func periodMatch(ops []launched, i, P, w int) bool {
