@@ -180,6 +180,7 @@ type Result struct {
 	Start, End  int64
 	Kernels     int
 	MemcpyCount int
+	MemsetCount int
 	GPUBusy     int64
 
 	// Gaps are the GPU idle intervals inside the steps' windows.
@@ -484,6 +485,8 @@ func (r *Result) span() {
 			r.Kernels++
 		case trace.Memcpy:
 			r.MemcpyCount++
+		case trace.Memset:
+			r.MemsetCount++
 		}
 	}
 	for i := range p.API {

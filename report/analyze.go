@@ -64,8 +64,12 @@ type Profile struct {
 	// PreCapture counts the GPU ops launched before the capture, which
 	// belong to no step (docs/metrics.md); omitted when there are none.
 	PreCapture *analysis.PreCaptureOps `json:"pre_capture,omitempty"`
-	Window     Window                  `json:"window"`
-	Steps      []Step                  `json:"steps"`
+	// OutsideSteps counts the GPU ops in no step, kept or left out, and
+	// not launched before the capture (docs/metrics.md); omitted when
+	// there are none, and a warning says where they lie.
+	OutsideSteps *analysis.OpCounts `json:"outside_steps,omitempty"`
+	Window       Window             `json:"window"`
+	Steps        []Step             `json:"steps"`
 	// LeftOut are the steps at the edges that every summary, finding and
 	// comparison leaves out (analysis.Trim).
 	LeftOut []analysis.LeftOut          `json:"left_out"`
@@ -92,6 +96,7 @@ type Window struct {
 	End         int64  `json:"end_ns"`
 	Kernels     *int   `json:"kernels"`
 	MemcpyCount *int   `json:"memcpy_count"`
+	MemsetCount *int   `json:"memset_count"`
 	GPUBusy     *int64 `json:"gpu_busy_ns"`
 }
 
@@ -105,6 +110,8 @@ type Step struct {
 	HostEnd        int64                      `json:"host_end_ns"`
 	StepTime       int64                      `json:"step_time_ns"`
 	Kernels        *int                       `json:"kernels"`
+	MemcpyCount    *int                       `json:"memcpy_count"` // every direction
+	MemsetCount    *int                       `json:"memset_count"`
 	GPUBusy        *int64                     `json:"gpu_busy_ns"`
 	GPUUtil        *float64                   `json:"gpu_util"`
 	GPUIdle        *int64                     `json:"gpu_idle_ns"`
@@ -267,6 +274,10 @@ func newProfile(r *analysis.Result) Profile {
 		pc := r.PreCapture
 		out.PreCapture = &pc
 	}
+	if r.OutsideSteps.Total() > 0 {
+		os := r.OutsideSteps
+		out.OutsideSteps = &os
+	}
 	if out.LeftOut == nil {
 		out.LeftOut = []analysis.LeftOut{}
 	}
@@ -289,7 +300,7 @@ func newProfile(r *analysis.Result) Profile {
 		out.Devices = append(out.Devices, Device{ID: d.ID, Name: d.Name})
 	}
 	if r.HasGPU {
-		out.Window.Kernels, out.Window.MemcpyCount, out.Window.GPUBusy = ptr(r.Kernels), ptr(r.MemcpyCount), ptr(r.GPUBusy)
+		out.Window.Kernels, out.Window.MemcpyCount, out.Window.MemsetCount, out.Window.GPUBusy = ptr(r.Kernels), ptr(r.MemcpyCount), ptr(r.MemsetCount), ptr(r.GPUBusy)
 	}
 	for i := range r.Steps {
 		s := &r.Steps[i]
@@ -304,6 +315,7 @@ func newProfile(r *analysis.Result) Profile {
 		st.Memory = newStepMemory(s.Memory, devs)
 		if r.HasGPU {
 			st.Kernels, st.GPUBusy, st.GPUUtil, st.GPUIdle = ptr(s.Kernels), ptr(s.GPUBusy), ptr(s.GPUUtil()), ptr(s.GPUIdle())
+			st.MemcpyCount, st.MemsetCount = ptr(s.Memcpys), ptr(s.Memsets)
 			st.CPUWait = ptr(s.CPUWait)
 			st.Memcpy = map[string]analysis.Copies{"h2d": s.H2D, "d2h": s.D2H, "d2d": s.D2D}
 			st.CommTime, st.ExposedComm, st.ExposedCopy = ptr(s.CommTime), ptr(s.ExposedComm), ptr(s.ExposedCopy)
@@ -492,6 +504,7 @@ func (a *Analysis) Results() []*analysis.Result {
 				DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime, Memory: s.Memory.step()}
 			if s.Kernels != nil {
 				st.Kernels, st.GPUBusy, st.CPUWait = *s.Kernels, deref(s.GPUBusy), deref(s.CPUWait)
+				st.Memcpys, st.Memsets = deref(s.MemcpyCount), deref(s.MemsetCount)
 				st.H2D, st.D2H, st.D2D = s.Memcpy["h2d"], s.Memcpy["d2h"], s.Memcpy["d2d"]
 				st.CommTime, st.ExposedComm, st.ExposedCopy = deref(s.CommTime), deref(s.ExposedComm), deref(s.ExposedCopy)
 				st.LaunchOverhead = deref(s.LaunchOverhead)
@@ -509,7 +522,7 @@ func (a *Analysis) Results() []*analysis.Result {
 			lo, hi := analysis.Trim(len(steps))
 			for i := range steps {
 				if i < lo || i >= hi {
-					leftOut = append(leftOut, analysis.LeftOut{Name: steps[i].Name, Reason: "edge step of an older analysis", StepTime: steps[i].StepTime()})
+					leftOut = append(leftOut, analysis.LeftOut{Name: steps[i].Name, Reason: "edge step of an older analysis", StepTime: steps[i].StepTime(), OpCounts: steps[i].Ops()})
 				}
 			}
 			steps = steps[lo:hi]

@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/testdb"
+	"github.com/gpugate/gpugate/trace/kineto"
 	"github.com/gpugate/gpugate/trace/nsys"
 )
 
@@ -59,10 +61,10 @@ func TestAnalysisJSONContract(t *testing.T) {
 	prof := doc["profiles"].([]any)[0].(map[string]any)
 	check("profile", keys(prof), "path", "format", "variant", "rank", "world_size", "process", "devices", "has_gpu",
 		"whole_profile", "step_method", "step_confidence", "window", "left_out", "steps", "summary", "kernel_stats", "findings", "warnings", "work")
-	check("window", keys(prof["window"].(map[string]any)), "start_ns", "end_ns", "kernels", "memcpy_count", "gpu_busy_ns")
+	check("window", keys(prof["window"].(map[string]any)), "start_ns", "end_ns", "kernels", "memcpy_count", "memset_count", "gpu_busy_ns")
 	step := prof["steps"].([]any)[0].(map[string]any)
 	check("step", keys(step), "name", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "step_time_ns", "kernels",
-		"gpu_busy_ns", "gpu_util", "gpu_idle_ns", "cpu_wait_ns", "data_wait_ns", "sync_calls", "sync_time_ns", "memcpy",
+		"memcpy_count", "memset_count", "gpu_busy_ns", "gpu_util", "gpu_idle_ns", "cpu_wait_ns", "data_wait_ns", "sync_calls", "sync_time_ns", "memcpy",
 		"comm_time_ns", "exposed_comm_ns", "exposed_copy_ns", "launch_overhead_ns", "short_kernels", "memory")
 	check("memcpy", keys(step["memcpy"].(map[string]any)), "h2d", "d2h", "d2d")
 	check("copies", keys(step["memcpy"].(map[string]any)["h2d"].(map[string]any)), "count", "bytes", "time_ns", "pageable")
@@ -90,6 +92,94 @@ func TestAnalysisJSONContract(t *testing.T) {
 	// The step times of the hand-made export (see analysis tests).
 	if got := step["step_time_ns"].(float64); got != 4500 {
 		t.Errorf("step_time_ns = %v, want 4500", got)
+	}
+}
+
+// TestAnalysisJSONConservation reads the analyze JSON of fixtures that
+// have steps left out, ops launched before the capture and ops outside the
+// steps, and checks docs/json.md's identity on the document alone: the
+// window's kernels, memcpy_count and memset_count are the sums over steps,
+// left_out, pre_capture and outside_steps.
+func TestAnalysisJSONConservation(t *testing.T) {
+	var rs []*analysis.Result
+	ps, err := nsys.ReadFile(context.Background(), fixtures.Path(t, "nsys-sqlite/nsysai-mfu-2gpu-h100/mfu_2gpu_before.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := kineto.ReadFile(fixtures.Path(t, "kineto/hta-negative-queue-length-a100-16rank/rank0.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(ps, kp) {
+		rs = append(rs, analysis.Analyze(p, analysis.Options{}))
+	}
+	var buf bytes.Buffer
+	if err := NewAnalysis(rs).WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Profiles []struct {
+			Path   string
+			Window struct {
+				K int `json:"kernels"`
+				C int `json:"memcpy_count"`
+				S int `json:"memset_count"`
+			}
+			Steps []struct {
+				K int `json:"kernels"`
+				C int `json:"memcpy_count"`
+				S int `json:"memset_count"`
+			}
+			LeftOut []map[string]any `json:"left_out"`
+			Pre     *struct {
+				K int `json:"kernels"`
+				C int `json:"memcpy"`
+				S int `json:"memset"`
+			} `json:"pre_capture"`
+			Outside *struct {
+				K int `json:"kernels"`
+				C int `json:"memcpy"`
+				S int `json:"memset"`
+			} `json:"outside_steps"`
+			Warnings []string
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Profiles) != 3 {
+		t.Fatalf("%d profiles, want 3", len(doc.Profiles))
+	}
+	for i, p := range doc.Profiles {
+		var k, c, s int
+		for _, st := range p.Steps {
+			k, c, s = k+st.K, c+st.C, s+st.S
+		}
+		for _, l := range p.LeftOut {
+			checkKeys(t, "left_out entry", keys(l), []string{"name", "reason", "step_time_ns", "kernels", "memcpy", "memset"})
+			k, c, s = k+int(l["kernels"].(float64)), c+int(l["memcpy"].(float64)), s+int(l["memset"].(float64))
+		}
+		if p.Pre != nil {
+			k, c, s = k+p.Pre.K, c+p.Pre.C, s+p.Pre.S
+		}
+		if p.Outside != nil {
+			k, c, s = k+p.Outside.K, c+p.Outside.C, s+p.Outside.S
+		}
+		if [3]int{k, c, s} != [3]int{p.Window.K, p.Window.C, p.Window.S} {
+			t.Errorf("profile %d: steps + left_out + pre_capture + outside_steps = %v, window %v", i, [3]int{k, c, s}, [3]int{p.Window.K, p.Window.C, p.Window.S})
+		}
+		warned := slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "are in no step") })
+		if warned != (p.Outside != nil) {
+			t.Errorf("profile %d: outside_steps %v, warning %v", i, p.Outside, warned)
+		}
+	}
+	// The first H100 process has ops after its last step (108: 77
+	// kernels, 27 copies, 4 memsets), the A100 trace none but pre-capture.
+	if o := doc.Profiles[0].Outside; o == nil || o.K+o.C+o.S != 108 {
+		t.Errorf("H100 pid 144 outside_steps %+v, want 108 ops", o)
+	}
+	if doc.Profiles[2].Outside != nil || doc.Profiles[2].Pre == nil {
+		t.Errorf("A100 rank 0: outside %+v, pre-capture %+v; want none outside, some before the capture", doc.Profiles[2].Outside, doc.Profiles[2].Pre)
 	}
 }
 
