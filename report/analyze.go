@@ -414,8 +414,9 @@ func writeProfileText(w io.Writer, p *Profile) {
 		for _, n := range order {
 			head = append(head, fmt.Sprintf("%d× %s", names[n], escape.Terminal(n)))
 		}
-	} else if !p.HasGPU {
-		head = append(head, "no GPU activity")
+	}
+	if !p.HasGPU {
+		head = append(head, "no GPU activity") // an nsys export names its GPUs without it
 	}
 	steps := fmt.Sprintf("%d steps", len(p.Steps))
 	if p.Whole {

@@ -469,6 +469,41 @@ func (r *reader) devices(pid int32, used map[int32]bool) []trace.Device {
 	return out
 }
 
+// namedDevices returns the CUDA ordinals of the GPUs the export names for a
+// process without GPU activity: the process's own from
+// TARGET_INFO_CUDA_DEVICE where the export has it (2026.1 and later), else
+// every CUDA device of TARGET_INFO_GPU by id (what devices maps an ordinal
+// to without that table). An export without TARGET_INFO_GPU (a capture on a machine
+// without a GPU) names none.
+func (r *reader) namedDevices(pid int32) map[int32]bool {
+	used := map[int32]bool{}
+	if ok, _ := r.table("TARGET_INFO_CUDA_DEVICE"); ok {
+		query(r.db, fmt.Sprintf(`SELECT cudaId FROM TARGET_INFO_CUDA_DEVICE WHERE pid = %d`, pid), func(st *sqlitescan.Stmt) error {
+			used[int32(st.Int64(0))] = true
+			return nil
+		})
+		if len(used) > 0 {
+			return used
+		}
+	}
+	if ok, _ := r.table("TARGET_INFO_GPU"); ok {
+		// The table lists every display adapter: a laptop's export names
+		// its Intel iGPU and "Microsoft Basic Render Driver" beside the
+		// GeForce, with no SMs. A CUDA device has SMs.
+		q := `SELECT id FROM TARGET_INFO_GPU`
+		if cols, _ := r.columns("TARGET_INFO_GPU"); hasColumn(cols, "smCount") {
+			q += ` WHERE smCount > 0`
+		}
+		query(r.db, q, func(st *sqlitescan.Stmt) error {
+			used[int32(st.Int64(0))] = true
+			return nil
+		})
+	}
+	return used
+}
+
+func hasColumn(cols map[string]column, name string) bool { _, ok := cols[name]; return ok }
+
 // profiles splits the sorted records by process and picks the processes
 // that are ranks: those that ran GPU work, or, in a profile without any,
 // those with host ranges (a CPU-only capture).
@@ -552,12 +587,19 @@ func (r *reader) profiles(s *scanned) ([]*trace.Profile, error) {
 		p.Names, p.Variant = r.names, r.variant
 		p.Warnings = append(p.Warnings, r.warnings...)
 		p.Warnf("export holds no CUDA activity, CUDA API calls or NVTX ranges")
+		p.Devices = r.devices(0, r.namedDevices(0))
 		return []*trace.Profile{p}, nil
 	}
 	for _, p := range out {
 		used := map[int32]bool{}
 		for i := range p.GPU {
 			used[p.GPU[i].Device] = true
+		}
+		if len(used) == 0 {
+			// No GPU activity (a CPU-side capture on a GPU machine, lost
+			// CUPTI buffers): the GPUs the export names are still the
+			// machine's, as Kineto's deviceProperties are.
+			used = r.namedDevices(int32(p.Process))
 		}
 		p.Devices = r.devices(int32(p.Process), used)
 		p.Warnings = append(p.Warnings, r.warnings...)

@@ -2,7 +2,9 @@ package nsys
 
 import (
 	"context"
+	"database/sql"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -175,4 +177,81 @@ func TestNotAnExport(t *testing.T) {
 	if _, err := ReadFile(context.Background(), junk); err == nil || !strings.HasPrefix(err.Error(), junk) {
 		t.Errorf("ReadFile(corrupt) error = %v", err)
 	}
+}
+
+// TestDevicesWithoutActivity: a capture without GPU activity still lists
+// the GPUs its export names (TARGET_INFO_GPU), as Kineto's
+// deviceProperties do; before, "devices" was empty. Only an export without
+// that table (a machine without a GPU) lists none.
+func TestDevicesWithoutActivity(t *testing.T) {
+	strip := func(t *testing.T, db string, extra ...string) {
+		t.Helper()
+		conn, err := sql.Open("sqlite", db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		for _, q := range append([]string{`DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL`, `DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY`}, extra...) {
+			if _, err := conn.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	names := func(ds []trace.Device) string {
+		var s []string
+		for _, d := range ds {
+			s = append(s, fmt.Sprintf("%d:%s", d.ID, d.Name))
+		}
+		return strings.Join(s, ", ")
+	}
+	read := func(t *testing.T, db string) *trace.Profile {
+		t.Helper()
+		ps, err := ReadFile(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) != 1 || len(ps[0].GPU) != 0 {
+			t.Fatalf("%d profiles, want 1 without GPU activity", len(ps))
+		}
+		return ps[0]
+	}
+	t.Run("hand-made", func(t *testing.T) {
+		db := testdb.FromSQL(t, filepath.Join("testdata", "two-process-2022.4.sql"))
+		strip(t, db)
+		if got, want := names(read(t, db).Devices), "0:NVIDIA A100-SXM4-80GB, 1:NVIDIA A100-SXM4-80GB"; got != want {
+			t.Errorf("devices %s, want %s", got, want)
+		}
+	})
+	t.Run("process's own devices", func(t *testing.T) {
+		db := testdb.FromSQL(t, filepath.Join("testdata", "two-process-2022.4.sql"))
+		// The 2026 table that maps a process's CUDA ordinals to GPUs: the
+		// trainer (pid 100, the one with most ranges) sees GPU 1 as cuda:0.
+		strip(t, db, `CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER, uuid TEXT, numMultiprocessors INTEGER)`,
+			`INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (1, 0, 100, '', 108), (0, 0, 200, '', 108)`)
+		p := read(t, db)
+		if got, want := names(p.Devices), "0:NVIDIA A100-SXM4-80GB"; p.Process != 100 || got != want {
+			t.Errorf("pid %d devices %s, want pid 100 with %s", p.Process, got, want)
+		}
+	})
+	t.Run("real export", func(t *testing.T) {
+		src, err := os.ReadFile(fixtures.Path(t, "nsys-sqlite/extrap-concurrent-gtx1060-toy/profile1.sqlite"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := filepath.Join(t.TempDir(), "profile1.sqlite")
+		if err := os.WriteFile(db, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		strip(t, db, `DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET`)
+		if got, want := names(read(t, db).Devices), "0:GeForce GTX 1060 with Max-Q Design"; got != want {
+			t.Errorf("devices %s, want %s", got, want)
+		}
+	})
+	t.Run("no GPU on the machine", func(t *testing.T) {
+		db := testdb.FromSQL(t, filepath.Join("testdata", "two-process-2022.4.sql"))
+		strip(t, db, `DROP TABLE TARGET_INFO_GPU`)
+		if d := read(t, db).Devices; len(d) != 0 {
+			t.Errorf("devices %+v from an export that names none", d)
+		}
+	})
 }
