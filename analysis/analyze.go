@@ -11,13 +11,21 @@
 //
 // Ops launched before the capture (a correlation id below the process's
 // first API call in the trace: the counter only grows, so their launch
-// happened before the profiler started) belong to no step: they count in
-// no step's kernels, copies or kernel statistics, but their run time is
-// GPU activity and counts in the busy time of the window they run in, and
-// a warning says how many there were (docs/metrics.md, "Pre-capture
-// work"). Other GPU ops without a launching call in any host window (a
+// happened before the profiler started) belong to no step, and a warning
+// says how many there were (docs/metrics.md, "Work launched before the
+// capture"). Other GPU ops without a launching call in any host window (a
 // launch call between steps, or an API kind the profiler did not record)
-// are given to the step whose window holds their start.
+// are given to the step whose window holds their start, except that
+// kernel-period steps are cut at launches: an op launched outside them is
+// a partial iteration. What is left is outside the steps (OutsideSteps),
+// with a warning: every GPU op is in exactly one step, left-out step,
+// PreCapture or OutsideSteps.
+//
+// Every time part of a step is measured inside its window and from its own
+// ops (docs/metrics.md, "The parts of a step lie within it"): busy,
+// compute, communication and copy time are unions of the step's ops
+// clipped to [s0, s1); sync time the union of its sync calls clipped to
+// it; CPU and data wait the device's idle gaps in it.
 package analysis
 
 import (
@@ -202,8 +210,10 @@ type Result struct {
 	// PreCapture they account for every GPU op of the profile exactly once
 	// (docs/metrics.md, "Every GPU op is counted once").
 	OutsideSteps OpCounts
-	// OutsideWhere splits OutsideSteps' total by where the ops start:
-	// before the first step's window, between windows, after the last.
+	// OutsideWhere splits OutsideSteps' total by where the ops lie: before
+	// the first step, between steps, after the last (by their launch call
+	// against the host windows; without one, by their start against the
+	// step windows).
 	OutsideWhere [3]int
 
 	// LeftOut are the steps left out at the edges of the profile (Trim):
@@ -635,10 +645,20 @@ func (r *Result) countOps(opStep []int32) {
 			continue
 		}
 		r.OutsideSteps.add(op.Kind)
+		// Where: by its launch against the host windows, which is what
+		// left it out; without a launch call, by its start against the
+		// step windows.
+		t, first, last := op.Start, int64(0), int64(0)
+		if n := len(r.Steps); n > 0 {
+			first, last = r.Steps[0].Start, r.Steps[n-1].End
+		}
+		if a := r.Launch[i]; a >= 0 && len(r.Steps) > 0 {
+			t, first, last = p.API[a].Start, r.Steps[0].HostStart, r.Steps[len(r.Steps)-1].HostEnd
+		}
 		switch {
-		case len(r.Steps) == 0 || op.Start < r.Steps[0].Start:
+		case len(r.Steps) == 0 || t < first:
 			r.OutsideWhere[0]++
-		case op.Start >= r.Steps[len(r.Steps)-1].End:
+		case t >= last:
 			r.OutsideWhere[2]++
 		default:
 			r.OutsideWhere[1]++

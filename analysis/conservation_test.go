@@ -337,8 +337,8 @@ func TestPartialRepetitionOutside(t *testing.T) {
 	if r.StepMethod != StepsKernelPeriod || len(r.Steps) != 2 {
 		t.Fatalf("%s with %d steps, want 2 kernel-period steps", r.StepMethod, len(r.Steps))
 	}
-	if r.OutsideSteps != (OpCounts{Kernels: 1}) || r.OutsideWhere != [3]int{0, 1, 0} {
-		t.Errorf("outside %+v at %v, want 1 kernel, starting inside the last step's window", r.OutsideSteps, r.OutsideWhere)
+	if r.OutsideSteps != (OpCounts{Kernels: 1}) || r.OutsideWhere != [3]int{0, 0, 1} {
+		t.Errorf("outside %+v at %v, want 1 kernel, launched after the last step", r.OutsideSteps, r.OutsideWhere)
 	}
 	// Each step's busy time is its own two kernels: 20 µs.
 	for _, s := range r.Steps {
