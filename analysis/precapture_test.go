@@ -52,9 +52,8 @@ func TestPreCapture(t *testing.T) {
 		if c.pre.Total() == 0 {
 			continue
 		}
-		// Their run time is still GPU activity: the first window's busy
-		// time holds the part of them that runs in it, so it is more than
-		// the union of the step's own ops would give.
+		// They are no step's work: the first window's busy time is the
+		// union of its own ops only (docs/metrics.md), within the window.
 		if r.Steps[0].GPUBusy <= 0 || r.Steps[0].GPUBusy > r.Steps[0].StepTime() {
 			t.Errorf("%s: first step busy %d of %d ns", c.rel, r.Steps[0].GPUBusy, r.Steps[0].StepTime())
 		}
