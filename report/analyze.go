@@ -425,9 +425,25 @@ func writeProfileText(w io.Writer, p *Profile) {
 	head = append(head, steps)
 	fmt.Fprintln(w, strings.Join(head, " · "))
 	if len(p.LeftOut) > 0 {
+		// Consecutive steps left out for one reason (an nsys run's warm-up
+		// and the steps after measure_steps) make one entry.
 		var lo []string
-		for _, s := range p.LeftOut {
-			lo = append(lo, fmt.Sprintf("%s (%s, %s ms)", s.Name, s.Reason, num(float64(s.StepTime)/1e6)))
+		for i := 0; i < len(p.LeftOut); {
+			j := i + 1
+			for j < len(p.LeftOut) && p.LeftOut[j].Reason == p.LeftOut[i].Reason {
+				j++
+			}
+			a, b := p.LeftOut[i], p.LeftOut[j-1]
+			if j-i == 1 {
+				lo = append(lo, fmt.Sprintf("%s (%s, %s ms)", escape.Terminal(a.Name), escape.Terminal(a.Reason), num(float64(a.StepTime)/1e6)))
+			} else {
+				tmin, tmax := a.StepTime, a.StepTime
+				for _, s := range p.LeftOut[i:j] {
+					tmin, tmax = min(tmin, s.StepTime), max(tmax, s.StepTime)
+				}
+				lo = append(lo, fmt.Sprintf("%d steps %s … %s (%s, %s–%s ms)", j-i, escape.Terminal(a.Name), escape.Terminal(b.Name), escape.Terminal(a.Reason), num(float64(tmin)/1e6), num(float64(tmax)/1e6)))
+			}
+			i = j
 		}
 		fmt.Fprintf(w, "left out: %s\n", strings.Join(lo, "; "))
 	}

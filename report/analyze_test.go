@@ -210,3 +210,26 @@ func TestResultsTrimsOlderDocuments(t *testing.T) {
 		}
 	}
 }
+
+// The text report lists steps left out for one reason together (an nsys
+// run's warm-up steps and those after measure_steps), and escapes names.
+func TestLeftOutText(t *testing.T) {
+	lo := func(name, why string, ms int64) analysis.LeftOut {
+		return analysis.LeftOut{Name: name, Reason: why, StepTime: ms * 1e6}
+	}
+	a := &Analysis{Profiles: []Profile{{Path: "x.sqlite", HasGPU: true, LeftOut: []analysis.LeftOut{
+		lo("train_step", "warm-up step (warmup_steps)", 9), lo("train_step", "warm-up step (warmup_steps)", 5), lo("train_step", "warm-up step (warmup_steps)", 6),
+		lo("train_step\x1b[2J", "first step: one-time work (warm-up)", 7),
+		lo("s", "last step: closes the capture", 8),
+		lo("train_step", "after the measured steps (measure_steps)", 4), lo("train_step", "after the measured steps (measure_steps)", 4),
+	}}}}
+	var buf bytes.Buffer
+	if err := a.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := "left out: 3 steps train_step … train_step (warm-up step (warmup_steps), 5–9 ms); train_step\\x1b[2J (first step: one-time work (warm-up), 7 ms); " +
+		"s (last step: closes the capture, 8 ms); 2 steps train_step … train_step (after the measured steps (measure_steps), 4–4 ms)\n"
+	if got := buf.String(); !strings.Contains(got, want) {
+		t.Errorf("text:\n%s\nwant the line\n%s", got, want)
+	}
+}
