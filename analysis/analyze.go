@@ -204,9 +204,10 @@ type Result struct {
 	PreCapture PreCaptureOps
 	// OutsideSteps counts the GPU ops that belong to no step, kept or left
 	// out, and were not launched before the capture: launched outside every
-	// host window and starting outside every step window (a partial
-	// iteration before the first inferred step or after the last, work
-	// between two marked steps). With the steps, the left-out steps and
+	// host window and starting outside every step window, or, for
+	// kernel-period steps, launched outside them (a partial iteration
+	// before the first inferred step or after the last, work after the
+	// last optimizer step). With the steps, the left-out steps and
 	// PreCapture they account for every GPU op of the profile exactly once
 	// (docs/metrics.md, "Every GPU op is counted once").
 	OutsideSteps OpCounts
@@ -672,7 +673,7 @@ func (r *Result) warnOutside() {
 	if o.Total() == 0 {
 		return
 	}
-	r.warnf("%d GPU ops (%d kernels, %d copies, %d memsets) are in no step: %d before the first step, %d between steps, %d after the last (launched outside every step's host window and starting outside every step's window, e.g. a partial iteration); they count in no step's metrics (outside_steps)",
+	r.warnf("%d GPU ops (%d kernels, %d copies, %d memsets) are in no step: %d before the first step, %d between steps, %d after the last (e.g. a partial iteration before the first inferred step or after the last); they count in no step's metrics (outside_steps)",
 		o.Total(), o.Kernels, o.Memcpy, o.Memset, r.OutsideWhere[0], r.OutsideWhere[1], r.OutsideWhere[2])
 }
 
