@@ -304,6 +304,24 @@ func TestFiveIdenticalGEMMs(t *testing.T) {
 	if !r.WholeProfile && !strings.Contains(strings.Join(r.Warnings, "\n"), "repeats every 1 ops") {
 		t.Errorf("warnings %q do not give period 1", r.Warnings)
 	}
+	// Random launch gaps and kernel times. Before, these gave 3+1, 2+1+1,
+	// 1+2+1, 1+1+1+1 (a kernel lost), 4+1, 2+2+1 kernels per step.
+	rnd := rand.New(rand.NewPCG(5, 5))
+	for range 500 {
+		g := newGen("gemm5")
+		dur := int64(1000 + rnd.IntN(60_000))
+		for range 5 {
+			g.op(trace.Kernel, "gemm", int64(rnd.IntN(20_000)), dur)
+		}
+		r := checkInvariants(t, "five GEMMs, random gaps", g.done(), Options{KeepEdges: true})
+		var per []int
+		for _, s := range r.Steps {
+			per = append(per, s.Kernels)
+		}
+		if r.WholeProfile && per[0] != 5 || !r.WholeProfile && fmt.Sprint(per) != "[1 1 1 1 1]" {
+			t.Errorf("five GEMMs (%d ns each): %s steps of %v kernels, want 5 of 1 or one window", dur, r.StepMethod, per)
+		}
+	}
 }
 
 // TestOneShotNotPeriodic: H2D, H2D, kernel, D2H once does not repeat; it is
