@@ -95,6 +95,9 @@ type Workload struct {
 	// MFUDtype is the dtype whose datasheet peak MFU is measured against:
 	// fp32, tf32, bf16 (the default), fp16 or fp8.
 	MFUDtype string `yaml:"mfu_dtype"`
+	// Slurm, when set, runs the command as the tasks of one Slurm job
+	// step across nodes (docs/slurm.md).
+	Slurm *Slurm `yaml:"slurm"`
 
 	line, col         int             // where the workload starts, for errors
 	nameLine, nameCol int             // where its name is
@@ -122,6 +125,40 @@ type DeepDive struct {
 const MaxDeepDiveKernels = 10
 
 var sectionRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// Slurm configures a workload that runs as the tasks of one Slurm job
+// step (docs/slurm.md):
+//
+//	slurm: {nodes: 2, ntasks_per_node: 1, gpus_per_node: 1, partition: debug, time: 10m}
+type Slurm struct {
+	// Nodes is the number of nodes (srun -N), default 1.
+	Nodes int `yaml:"nodes"`
+	// NtasksPerNode is the number of tasks (ranks) per node, default 1.
+	NtasksPerNode int `yaml:"ntasks_per_node"`
+	// GPUsPerNode is requested as --gres=gpu:N; 0 (the default) requests
+	// none.
+	GPUsPerNode int `yaml:"gpus_per_node"`
+	// Partition is salloc's --partition; empty: the cluster's default.
+	Partition string `yaml:"partition"`
+	// Time is the allocation's time limit (salloc --time, whole minutes,
+	// rounded up); default the workload's timeout plus a minute.
+	Time Duration `yaml:"time"`
+	// Args are more salloc arguments (--account, --qos, --constraint);
+	// unused inside an existing allocation.
+	Args []string `yaml:"args"`
+	// StepArgs are more arguments of the job step's srun (--mpi, --cpu-bind).
+	StepArgs []string `yaml:"step_args"`
+	// SharedDir is a folder every node and gpugate's machine see at the same
+	// path, where the tasks write their traces; default the run's
+	// artifacts folder. Relative paths are relative to the config's folder.
+	SharedDir string `yaml:"shared_dir"`
+	// QueueTimeout bounds the wait for the allocation, apart from the
+	// run's timeout; default 10m.
+	QueueTimeout Duration `yaml:"queue_timeout"`
+
+	set       map[string]bool
+	line, col int
+}
 
 // Nsys configures the Nsight Systems backend.
 type Nsys struct {
@@ -359,6 +396,11 @@ func Parse(data []byte, name string) (*Config, error) {
 						case "deep_dive":
 							if dd := c.Workloads[j].DeepDive; dd != nil {
 								dd.line, dd.col = w.Content[k].Line, w.Content[k].Column
+							}
+						case "slurm":
+							if sl := c.Workloads[j].Slurm; sl != nil {
+								sl.line, sl.col = w.Content[k].Line, w.Content[k].Column
+								sl.set = keysOf(w.Content[k+1])
 							}
 						}
 					}
@@ -669,6 +711,9 @@ func (c *Config) validate() Errors {
 				at("clock_control %q: want base or none", dd.ClockControl)
 			}
 		}
+	}
+	for i := range c.Workloads {
+		errs = append(errs, c.validateSlurm(i)...)
 	}
 	if c.Baseline.DB == "" {
 		c.Baseline.DB = ".gpugate/baseline.db"

@@ -44,6 +44,8 @@ type GPUConditions struct {
 	Index int    `json:"index"`
 	UUID  string `json:"uuid,omitempty"`
 	Name  string `json:"name,omitempty"`
+	// Node is the Slurm node the GPU is on; empty outside Slurm.
+	Node string `json:"node,omitempty"`
 	// Samples is the number of samples of this GPU; Busy those taken while
 	// it ran work (utilization.gpu > 0, or, without utilization, the
 	// gpu_idle reason not active). Clocks and reason shares are over the

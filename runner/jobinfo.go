@@ -29,6 +29,9 @@ type Process struct {
 	CUDNN     string `json:"cudnn"`
 	NCCL      string `json:"nccl"`
 	Error     string `json:"error"` // why the versions are missing
+	// Node is the Slurm node the process ran on (SLURMD_NODENAME); empty
+	// outside Slurm.
+	Node string `json:"node,omitempty"`
 }
 
 // RankOr is the process's rank, or def without one.

@@ -79,6 +79,9 @@ type Job struct {
 	// protections: no conditions are sampled (Conditions stays nil) and
 	// it may print nothing.
 	Plain bool
+	// Slurm, when set, runs the job as the tasks of one Slurm job step
+	// (slurm.go).
+	Slurm *Slurm
 }
 
 // Result is what a run produced.
@@ -108,6 +111,8 @@ type Result struct {
 	// Isolation says how the job was kept from seeing other processes:
 	// a PID and mount namespace, or none and why.
 	Isolation string
+	// Slurm is the Slurm job a Slurm run ran as (slurm.go); nil otherwise.
+	Slurm *SlurmInfo
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -172,6 +177,11 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 	}
 	args := job.Args
 	res := &Result{Log: filepath.Join(out, "job.log")}
+	if job.Slurm != nil { // the tasks write into a folder all nodes share
+		if out, err = slurmOut(job, out); err != nil {
+			return nil, err
+		}
+	}
 	switch job.Profiler {
 	case Torch:
 		dir, err := prepare(out, "torch")
@@ -204,7 +214,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			}
 		}
 		nargs := []string{job.NsysPath, "profile", "--trace=" + job.NsysTrace, "--trace-fork-before-exec=true",
-			"--force-overwrite=true", "--output=" + filepath.Join(out, "report"), "--env-var=" + strings.Join(target, ",")}
+			"--force-overwrite=true", "--output=" + filepath.Join(out, reportName(job)), "--env-var=" + strings.Join(target, ",")}
 		if !job.GPU {
 			nargs = append(nargs, "--sample=none", "--cpuctxsw=none")
 		}
@@ -237,7 +247,12 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 	}
 
 	start := time.Now()
-	if err := run(ctx, job, args, env, res); err != nil {
+	if job.Slurm != nil {
+		err = runSlurm(ctx, job, args, env, res, out)
+	} else {
+		err = run(ctx, job, args, env, res)
+	}
+	if err != nil {
 		return res, err
 	}
 	res.Duration = time.Since(start)
@@ -262,6 +277,12 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			return res, &Error{Job: job.Name, What: miss, Log: res.Log}
 		}
 	case Nsys:
+		if job.Slurm != nil { // one report per task
+			if err := slurmNsysReports(ctx, job, out, res); err != nil {
+				return res, err
+			}
+			break
+		}
 		rep := filepath.Join(out, "report.nsys-rep")
 		if _, err := os.Stat(rep); err != nil {
 			return res, &Error{Job: job.Name, What: "ran under nsys but no report was written (see the log for nsys's messages)", Log: res.Log}
@@ -384,7 +405,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if repW != nil {
 		repW.Close()
 	}
-	if !job.Plain {
+	if !job.Plain && job.Slurm == nil { // Slurm: on each node (slurm.go)
 		smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
 		defer func() { res.Conditions = smi.Stop() }()
 	}
@@ -420,6 +441,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 			return
 		}
 		unshown = ""
+		if job.Slurm != nil {
+			line = unlabel(line) // srun --label's "TASK: "
+		}
 		if !chatter(line) {
 			lines++
 		}

@@ -96,6 +96,9 @@ def claim(trace=""):
         return _claims[pid]
     r, w = rank()
     info = {"rank": r, "world_size": w, "pid": pid, "trace": trace.replace("{rank}", str(r or 0))}
+    if os.environ.get("GPUGATE_SLURM") == "1":
+        # The Slurm node this task runs on (docs/slurm.md).
+        info["node"] = os.environ.get("SLURMD_NODENAME", "")
     try:
         info.update(versions())
     except Exception as e:

@@ -4,10 +4,18 @@
 # never modified. It chains to the sitecustomize it shadows, then loads
 #   gpugate_torchprof (torch.profiler) when GPUGATE_TORCH_PROFILE=1,
 #   gpugate_nvtx (NVTX ranges for nsys) when GPUGATE_NVTX=1,
-# and does nothing otherwise.
+# and does nothing otherwise. Under Slurm (GPUGATE_SLURM=1) it first gives
+# the task the launcher contract from Slurm's own variables: RANK from
+# SLURM_PROCID, WORLD_SIZE from SLURM_NTASKS, LOCAL_RANK from SLURM_LOCALID,
+# where the job has not set them (docs/slurm.md).
 import importlib.util
 import os
 import sys
+
+if os.environ.get("GPUGATE_SLURM") == "1" and "SLURM_PROCID" in os.environ:
+    for _k, _s in (("RANK", "SLURM_PROCID"), ("WORLD_SIZE", "SLURM_NTASKS"), ("LOCAL_RANK", "SLURM_LOCALID")):
+        if _k not in os.environ and _s in os.environ:
+            os.environ[_k] = os.environ[_s]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 for _d in sys.path:

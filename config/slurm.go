@@ -1,0 +1,117 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// DefaultQueueTimeout bounds the wait for a Slurm allocation when
+// slurm.queue_timeout is not set.
+const DefaultQueueTimeout = 10 * time.Minute
+
+// MaxSlurmTasks bounds nodes × ntasks_per_node: each task is one rank,
+// one trace to read and analyze.
+const MaxSlurmTasks = 1024
+
+// validateSlurm checks and defaults workload i's slurm: block; errors are
+// at the offending key (file:line:col), or at slurm: itself.
+func (c *Config) validateSlurm(i int) Errors {
+	w := &c.Workloads[i]
+	sl := w.Slurm
+	if sl == nil {
+		return nil
+	}
+	var errs Errors
+	at := func(key, format string, args ...any) {
+		line, col := sl.line, sl.col
+		if key != "" && sl.set[key] {
+			if l, cl := c.Position("workloads", strconv.Itoa(i), "slurm", key); l > 0 {
+				line, col = l, cl
+			}
+		}
+		errs = append(errs, &Error{File: c.File, Line: line, Col: col,
+			Msg: fmt.Sprintf("workload %q: slurm: ", w.Name) + fmt.Sprintf(format, args...)})
+	}
+	if !sl.set["nodes"] {
+		sl.Nodes = 1
+	}
+	if !sl.set["ntasks_per_node"] {
+		sl.NtasksPerNode = 1
+	}
+	if sl.Nodes < 1 {
+		at("nodes", "nodes must be at least 1, not %d", sl.Nodes)
+	}
+	if sl.NtasksPerNode < 1 {
+		at("ntasks_per_node", "ntasks_per_node must be at least 1, not %d", sl.NtasksPerNode)
+	}
+	if sl.Nodes >= 1 && sl.NtasksPerNode >= 1 && sl.Nodes*sl.NtasksPerNode > MaxSlurmTasks {
+		at("nodes", "nodes × ntasks_per_node is %d tasks, more than %d", sl.Nodes*sl.NtasksPerNode, MaxSlurmTasks)
+	}
+	if sl.GPUsPerNode < 0 || sl.GPUsPerNode > 64 {
+		at("gpus_per_node", "gpus_per_node must be 0 to 64, not %d", sl.GPUsPerNode)
+	}
+	if sl.Partition != "" && !slurmWord(sl.Partition) {
+		at("partition", "partition %s: want a Slurm partition name (letters, digits, '.', '_', '-')", strconv.QuoteToASCII(sl.Partition))
+	}
+	if sl.set["time"] && sl.Time <= 0 {
+		at("time", "time must be above 0s (leave it out for the workload's timeout plus a minute)")
+	}
+	if sl.Time == 0 {
+		sl.Time = w.Timeout + Duration(time.Minute)
+	}
+	if sl.Time < w.Timeout {
+		at("time", "time %s is shorter than the workload's timeout %s: Slurm would end the job before gpugate's timeout", time.Duration(sl.Time), time.Duration(w.Timeout))
+	}
+	if sl.set["queue_timeout"] && sl.QueueTimeout <= 0 {
+		at("queue_timeout", "queue_timeout must be above 0s (leave it out for the default, %s)", DefaultQueueTimeout)
+	}
+	if sl.QueueTimeout == 0 {
+		sl.QueueTimeout = Duration(DefaultQueueTimeout)
+	}
+	for _, a := range []struct {
+		key  string
+		args []string
+	}{{"args", sl.Args}, {"step_args", sl.StepArgs}} {
+		for _, x := range a.args {
+			if !strings.HasPrefix(x, "-") {
+				at(a.key, "%s: %s is not an option (each entry is one option such as --account=ml): a command here would replace gpugate's", a.key, strconv.QuoteToASCII(x))
+			}
+			if strings.ContainsFunc(x, unicode.IsControl) {
+				at(a.key, "%s: %s holds a control character", a.key, strconv.QuoteToASCII(x))
+			}
+		}
+	}
+	if strings.ContainsFunc(sl.SharedDir, unicode.IsControl) || strings.Contains(sl.SharedDir, ",") {
+		// A comma cannot pass through srun --export (it separates the
+		// variables), and the folder is in several of them.
+		at("shared_dir", "shared_dir %s: a folder whose path has no comma or control character", strconv.QuoteToASCII(sl.SharedDir))
+	}
+	switch w.Profiler {
+	case "none":
+		at("", "profiler none (an unprofiled timing pass) does not run under Slurm: use torch or nsys")
+	case "auto":
+		// gpugate's own machine is a login node: whether it has a GPU
+		// says nothing of the nodes'.
+		w.Profiler = "torch"
+	}
+	if w.StepLog != "" {
+		at("", "step_log (an unprofiled timing pass) does not run under Slurm")
+	}
+	if w.DeepDive != nil {
+		at("", "deep_dive runs Nsight Compute on gpugate's own machine, not under Slurm")
+	}
+	return errs
+}
+
+// slurmWord reports whether s is a plain Slurm name.
+func slurmWord(s string) bool {
+	for _, r := range s {
+		if !(r < 128 && (isAlnum(byte(r)) || r == '.' || r == '_' || r == '-')) {
+			return false
+		}
+	}
+	return s != ""
+}

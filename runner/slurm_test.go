@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/internal/slurmtest"
+)
+
+// slurmPython is Debian 12's python3 with torch 1.13 (python3-torch).
+func slurmPython(t *testing.T) string {
+	t.Helper()
+	if exec.Command("/usr/bin/python3", "-c", "import torch").Run() != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no torch for /usr/bin/python3 (scripts/setup-profilers.sh installs python3-torch)")
+		}
+		t.Skip("no torch for /usr/bin/python3")
+	}
+	return "/usr/bin/python3"
+}
+
+func ddpDir(t *testing.T) string {
+	d, err := filepath.Abs(filepath.Join("..", "examples", "ddp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestSlurmDDP runs a 2-task DDP job (gloo) as one job step across the
+// two nodes of a real Slurm cluster, under torch.profiler: one trace per
+// rank, each rank's node from inside the task, the allocation cancelled
+// and gone from squeue when Run returns.
+func TestSlurmDDP(t *testing.T) {
+	py := slurmPython(t)
+	c := slurmtest.Start(t)
+	var log bytes.Buffer
+	start := time.Now()
+	res, err := Run(context.Background(), Job{
+		Name: "ddp", Args: []string{py, "train.py", "--steps", "10"}, Dir: ddpDir(t), Env: map[string]string{"USE_LIBUV": "0"},
+		Timeout: 4 * time.Minute, Profiler: Torch, WarmupSteps: 2, MeasureSteps: 4, Out: t.TempDir(), Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, GPUsPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	t.Logf("2-node DDP step: %.1fs wall (queue wait %.2fs)", time.Since(start).Seconds(), queueWait(res))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	if testing.Verbose() {
+		t.Logf("output:\n%s", log.String())
+	}
+	if len(res.Traces) != 2 {
+		t.Fatalf("traces %v, want 2 (one per rank)\n%s", res.Traces, log.String())
+	}
+	nodes := map[int]string{}
+	for _, p := range res.Processes {
+		if p.Rank == nil || p.WorldSize != 2 {
+			t.Errorf("process %+v: want a rank of world size 2", p)
+			continue
+		}
+		nodes[*p.Rank] = p.Node
+	}
+	if nodes[0] != "n1" || nodes[1] != "n2" {
+		t.Errorf("ranks ran on %v, want rank 0 on n1 and rank 1 on n2", nodes)
+	}
+	if res.Slurm == nil || len(res.Slurm.Nodes) != 2 || res.Slurm.Nodes[0].Name != "n1" || res.Slurm.Nodes[1].Name != "n2" || !res.Slurm.Own {
+		t.Errorf("slurm info %+v, want its own allocation on n1 and n2", res.Slurm)
+	}
+	if got := strings.Join(res.Slurm.NodeGPUs(), ","); got != "none,none" {
+		t.Errorf("node GPUs %q, want none,none (no nvidia-smi on this machine)", got)
+	}
+	if res.Conditions == nil || res.Conditions.Sampled || !strings.Contains(res.Conditions.NotSampled, "node n1") || !strings.Contains(res.Conditions.NotSampled, "node n2") {
+		t.Errorf("conditions %+v: want not sampled, saying so for n1 and n2", res.Conditions)
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after Run: %q, want nothing", q)
+	}
+	for _, want := range []string{"granted after", "squeue no longer shows it", "--export=ALL,"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, log.String())
+		}
+	}
+}
+
+func queueWait(res *Result) float64 {
+	if res == nil || res.Slurm == nil {
+		return -1
+	}
+	return res.Slurm.QueueWait.Seconds()
+}
+
+// TestSlurmTimeout: a job that outlives its timeout is cancelled, and Run
+// returns only once squeue no longer shows it.
+func TestSlurmTimeout(t *testing.T) {
+	c := slurmtest.Start(t)
+	var log bytes.Buffer
+	start := time.Now()
+	_, err := Run(context.Background(), Job{
+		Name: "sleepy", Args: []string{"sh", "-c", "echo started; exec sleep 600"}, Dir: t.TempDir(),
+		Timeout: 3 * time.Second, Profiler: None, Out: t.TempDir(), Output: &log, KillGrace: time.Second,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	took := time.Since(start)
+	q := c.Squeue()
+	t.Logf("timed-out job: Run returned after %.1fs; squeue then: %q", took.Seconds(), q)
+	var je *Error
+	if !errors.As(err, &je) || !strings.Contains(je.What, "timed out") {
+		t.Fatalf("Run: %v, want a timeout\n%s", err, log.String())
+	}
+	if q != "" {
+		t.Errorf("squeue after a timed-out job: %q, want nothing", q)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 600").Output(); len(out) > 0 {
+		t.Errorf("the job's task still runs: pids %s", out)
+	}
+}
+
+// TestSlurmCancel: a cancelled context (Ctrl-C, SIGTERM) cancels the job.
+func TestSlurmCancel(t *testing.T) {
+	c := slurmtest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var log bytes.Buffer
+	go func() {
+		time.Sleep(3 * time.Second)
+		cancel()
+	}()
+	_, err := Run(ctx, Job{
+		Name: "interrupted", Args: []string{"sh", "-c", "echo started; exec sleep 601"}, Dir: t.TempDir(),
+		Timeout: time.Minute, Profiler: None, Out: t.TempDir(), Output: &log, KillGrace: time.Second,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("Run: %v, want interrupted\n%s", err, log.String())
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after an interrupted job: %q, want nothing", q)
+	}
+}
+
+// TestSlurmNodeFails: a job whose task on n2 fails is reported with n2
+// and that task's output.
+func TestSlurmNodeFails(t *testing.T) {
+	c := slurmtest.Start(t)
+	var log bytes.Buffer
+	_, err := Run(context.Background(), Job{
+		Name: "broken", Args: []string{"sh", "-c", `if [ "$SLURM_PROCID" = 1 ]; then echo "disk full on $SLURMD_NODENAME"; exit 3; fi; echo fine; sleep 20`},
+		Dir: t.TempDir(), Timeout: time.Minute, Profiler: None, Out: t.TempDir(), Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	var je *Error
+	if !errors.As(err, &je) {
+		t.Fatalf("Run: %v, want a failure\n%s", err, log.String())
+	}
+	if !strings.Contains(je.What, "on node n2, task 1: Exited with exit code 3") {
+		t.Errorf("error %q does not name node n2's failure", je.What)
+	}
+	if tail := strings.Join(je.Tail, "\n"); !strings.Contains(tail, "n2 task 1: disk full on n2") || strings.Contains(tail, "fine") {
+		t.Errorf("tail %q: want n2's output only", tail)
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after a failed job: %q, want nothing", q)
+	}
+}
+
+// TestSlurmQueueTimeout: an allocation that waits in the queue (another
+// job holds every node) is given up after queue_timeout and its request
+// cancelled; the other job is left alone.
+func TestSlurmQueueTimeout(t *testing.T) {
+	c := slurmtest.Start(t)
+	if out, err := exec.Command("salloc", "--no-shell", "--nodes=2", "--exclusive", "--time=5", "--job-name=blocker").CombinedOutput(); err != nil {
+		t.Fatalf("salloc blocker: %v: %s", err, out)
+	}
+	var log bytes.Buffer
+	start := time.Now()
+	_, err := Run(context.Background(), Job{
+		Name: "toobig", Args: []string{"true"}, Dir: t.TempDir(), Timeout: time.Minute, Profiler: None, Out: t.TempDir(), Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: 3 * time.Second},
+	})
+	if err == nil {
+		t.Fatalf("Run on nodes another job holds succeeded\n%s", log.String())
+	}
+	t.Logf("queue timeout: Run returned after %.1fs: %v", time.Since(start).Seconds(), err)
+	if !strings.Contains(err.Error(), "queue_timeout (3s)") {
+		t.Errorf("error %v: want the queue timeout", err)
+	}
+	if q := c.Squeue(); !strings.Contains(q, "blocker RUNNING") || strings.Contains(q, "toobig") {
+		t.Errorf("squeue after giving up: %q, want the blocker alone", q)
+	}
+}
