@@ -145,6 +145,9 @@ type Report struct {
 	// Sampling says how an A/B comparison sampled: how many pairs, in
 	// what order, and why it stopped; omitted elsewhere.
 	Sampling *Sampling `json:"sampling,omitempty"`
+	// Nodes is a Slurm job's ranks by node (nodes.go); omitted for a job
+	// that did not run under Slurm.
+	Nodes *Nodes `json:"nodes,omitempty"`
 }
 
 // Sampling is how gpugate ab sampled pairs, or gpugate run with repeat:
@@ -354,6 +357,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c && memMeasure(base) == memMeasure(cand) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("peak memory is measured differently on the two sides (baseline: %s, candidate: %s): compare like with like (torch.profiler profile_memory on both, or neither)", b, c))
 	}
+	rep.Nodes = nodeView(base, cand)
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
 }
@@ -930,5 +934,6 @@ func NoBaseline(cand []Run, why string) *Report {
 		rep.Findings = append(rep.Findings, Finding{Finding: f})
 	}
 	slices.SortFunc(rep.Findings, func(a, b Finding) int { return cmp.Compare(b.Share, a.Share) })
+	rep.Nodes = nodeView(nil, cand)
 	return rep
 }

@@ -235,8 +235,12 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
 		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
-		FLOPs: w.FLOPs,
+		FLOPs: w.FLOPs, Slurm: p.slurmJob(),
 	})
+	if err != nil {
+		return nil, err
+	}
+	sj, err := p.fromSlurm(res) // slurm.go
 	if err != nil {
 		return nil, err
 	}
@@ -259,8 +263,8 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		results[0].Warnings = append(results[0].Warnings, ws...)
 	}
 	doc := report.NewStoredAnalysis(results)
-	if res.MaxRSSBytes > 0 {
-		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes}
+	if res.MaxRSSBytes > 0 || sj != nil {
+		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes, Slurm: sj}
 	}
 	var buf bytes.Buffer
 	if err := doc.WriteJSON(&buf); err != nil {

@@ -33,6 +33,7 @@ func (p *Plan) fromJob(res *runner.Result, results []*analysis.Result) error {
 		if r.Profile.WorldSize == 0 {
 			r.Profile.WorldSize = pr.WorldSize
 		}
+		r.Profile.Node = pr.Node
 	}
 	src, err := p.FP.FromJob(res.Processes)
 	if err != nil {

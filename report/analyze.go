@@ -44,6 +44,18 @@ type Job struct {
 	// MaxRSSBytes is the job's peak resident memory: the largest of any
 	// one of its processes (the kernel's rusage), not a sum.
 	MaxRSSBytes int64 `json:"max_rss_bytes"`
+	// Slurm is the Slurm job the run was (docs/slurm.md); omitted for a
+	// job that did not run under Slurm.
+	Slurm *SlurmJob `json:"slurm,omitempty"`
+}
+
+// SlurmJob is a run's Slurm job: its id, nodes, and the time it waited
+// in the queue, apart from the run's own time.
+type SlurmJob struct {
+	JobID       string   `json:"job_id"`
+	Nodes       []string `json:"nodes"`
+	QueueWaitMs float64  `json:"queue_wait_ms"`
+	RunMs       float64  `json:"run_ms"`
 }
 
 // Profile is one rank's analysis.
@@ -54,7 +66,9 @@ type Profile struct {
 	Rank      *int     `json:"rank"`       // null when the trace does not say
 	WorldSize *int     `json:"world_size"` // null when the trace does not say
 	Process   int      `json:"process,omitempty"`
-	Devices   []Device `json:"devices"`
+	// Node is the Slurm node the rank ran on; omitted outside Slurm.
+	Node    string   `json:"node,omitempty"`
+	Devices []Device `json:"devices"`
 	HasGPU    bool     `json:"has_gpu"`
 	Whole     bool     `json:"whole_profile"` // no step markers: one window
 	// StepMethod and StepConfidence say how the steps were found
@@ -223,6 +237,7 @@ type Ranks struct {
 type RankStat struct {
 	Index      int      `json:"index"` // position in "profiles"
 	Rank       *int     `json:"rank"`
+	Node       string   `json:"node,omitempty"` // its Slurm node
 	Path       string   `json:"path"`
 	Steps      int      `json:"steps"`
 	StepTimeMs float64  `json:"step_time_ms"` // median
@@ -257,7 +272,7 @@ func NewStoredAnalysis(results []*analysis.Result) *Analysis {
 func newProfile(r *analysis.Result) Profile {
 	p := r.Profile
 	out := Profile{
-		Path: p.Path, Format: p.Format, Variant: p.Variant, Process: p.Process,
+		Path: p.Path, Format: p.Format, Variant: p.Variant, Process: p.Process, Node: p.Node,
 		HasGPU: r.HasGPU, Whole: r.WholeProfile,
 		StepMethod: r.StepMethod, StepConfidence: r.StepConfidence,
 		Window:      Window{Start: r.Start, End: r.End},
@@ -329,7 +344,7 @@ func newProfile(r *analysis.Result) Profile {
 func newRanks(ps []Profile) *Ranks {
 	rk := &Ranks{Count: len(ps)}
 	for i, p := range ps {
-		st := RankStat{Index: i, Rank: p.Rank, Path: p.Path, Steps: len(p.Steps), StepTimeMs: p.Summary["step_time_ms"].Median}
+		st := RankStat{Index: i, Rank: p.Rank, Node: p.Node, Path: p.Path, Steps: len(p.Steps), StepTimeMs: p.Summary["step_time_ms"].Median}
 		if s, ok := p.Summary["gpu_util"]; ok {
 			st.GPUUtil = ptr(s.Median)
 		}
@@ -383,6 +398,9 @@ func (a *Analysis) WriteText(w io.Writer) error {
 }
 
 func rankLabel(s RankStat) string {
+	if s.Rank != nil && s.Node != "" {
+		return fmt.Sprintf("rank %d on node %s", *s.Rank, escape.Terminal(s.Node))
+	}
 	if s.Rank != nil {
 		return fmt.Sprintf("rank %d", *s.Rank)
 	}
@@ -401,6 +419,9 @@ func writeProfileText(w io.Writer, p *Profile) {
 	}
 	if p.Process != 0 {
 		head = append(head, fmt.Sprintf("pid %d", p.Process))
+	}
+	if p.Node != "" {
+		head = append(head, "node "+escape.Terminal(p.Node))
 	}
 	if len(p.Devices) > 0 {
 		names := map[string]int{}
@@ -505,7 +526,7 @@ func (a *Analysis) Results() []*analysis.Result {
 	var out []*analysis.Result
 	for _, p := range a.Profiles {
 		tp := trace.New(p.Path, p.Format)
-		tp.Variant = p.Variant
+		tp.Variant, tp.Node = p.Variant, p.Node
 		if p.Rank != nil {
 			tp.Rank = *p.Rank
 		}

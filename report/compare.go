@@ -245,6 +245,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		fmt.Fprint(w, "\n</details>\n")
 	}
 	writeDeepDiveMarkdown(w, r)
+	writeNodesMarkdown(w, r.Nodes)
 	writeConditionsMarkdown(w, r.Conditions)
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), text(r.Noise))
 	if o := r.Overhead; o != nil {
@@ -356,6 +357,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 			escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
 	}
 	writeDeepDiveText(w, r)
+	writeNodesText(w, r.Nodes)
 	WriteConditionsText(w, r.Conditions)
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), escape.Terminal(r.Noise))
 	if o := r.Overhead; o != nil {

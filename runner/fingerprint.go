@@ -36,6 +36,12 @@ type Fingerprint struct {
 	Nsys     string `json:"nsys,omitempty"`
 	Profiler string `json:"profiler"`
 	OS       string `json:"os"`
+	// Nodes is the number of Slurm nodes the job ran on and NodeGPUs each
+	// node's GPU model and count ("NVIDIA H100 80GB HBM3 ×8; none"),
+	// sorted, without node names; absent outside Slurm, so that other
+	// fingerprints hash as before. A string: fingerprints stay comparable.
+	Nodes    int    `json:"nodes,omitempty"`
+	NodeGPUs string `json:"node_gpus,omitempty"`
 }
 
 // Hash is a short stable digest of the fingerprint.

@@ -256,6 +256,9 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		return res, err
 	}
 	res.Duration = time.Since(start)
+	if res.Slurm != nil { // the queue's time is not the run's
+		res.Duration -= res.Slurm.QueueWait
+	}
 	if job.Profiler != None {
 		res.StepSamples, _ = filepath.Glob(filepath.Join(out, "steps-*.jsonl"))
 		sort.Strings(res.StepSamples)

@@ -66,15 +66,16 @@ type SlurmNode struct {
 	Name     string `json:"name"`
 	Host     string `json:"host"` // its hostname, for MASTER_ADDR
 	GPU      string `json:"gpu"`  // first GPU's model, "none" without nvidia-smi or GPU
+	Driver   string `json:"driver"`
 	GPUCount int    `json:"gpu_count"`
 	CPU      string `json:"cpu"`
 	CPUs     int    `json:"cpus"`
 }
 
 // NodeGPUs is the fingerprint's view of the nodes: each node's GPU model
-// and count ("NVIDIA H100 80GB HBM3 ×8", "none"), sorted, without the
-// node names (a fingerprint holds no host names).
-func (s *SlurmInfo) NodeGPUs() []string {
+// and count ("NVIDIA H100 80GB HBM3 ×8", "none"), sorted, joined by "; ",
+// without the node names (a fingerprint holds no host names).
+func (s *SlurmInfo) NodeGPUs() string {
 	var out []string
 	for _, n := range s.Nodes {
 		if n.GPUCount == 0 {
@@ -84,7 +85,7 @@ func (s *SlurmInfo) NodeGPUs() []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return strings.Join(out, "; ")
 }
 
 // slurmName is what a Slurm name (node, partition) may hold, so that it
@@ -278,7 +279,7 @@ func slurmAllocate(ctx context.Context, job Job, name string, info *SlurmInfo, s
 // that gpugate learns the nodes and that the folder is shared and
 // writable there.
 const slurmProbeScript = `f="$1/.gpugate-node-$SLURMD_NODENAME"
-g=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | tr '\n' ';')
+g=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | tr '\n' ';')
 c=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 { echo "$SLURMD_NODENAME"; hostname; echo "$g"; echo "$c"; nproc; } >"$f.tmp" && mv -f "$f.tmp" "$f" && echo "gpugate-probe $SLURMD_NODENAME"`
 
@@ -324,7 +325,13 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 		for _, g := range strings.Split(lines[2], ";") {
 			if g = strings.TrimSpace(g); g != "" {
 				if n.GPUCount == 0 {
-					n.GPU = g
+					// "NAME, DRIVER": the name may hold a comma, the
+					// driver version does not.
+					if i := strings.LastIndexByte(g, ','); i >= 0 {
+						n.GPU, n.Driver = strings.TrimSpace(g[:i]), strings.TrimSpace(g[i+1:])
+					} else {
+						n.GPU = g
+					}
 				}
 				n.GPUCount++
 			}

@@ -216,7 +216,10 @@ type Profile struct {
 	Rank      int // -1 when the trace does not say
 	WorldSize int // 0 when the trace does not say
 	Process   int // OS process id where known, else 0
-	Devices   []Device
+	// Node is the Slurm node the rank ran on (from the job's own report,
+	// not the trace); empty outside Slurm.
+	Node    string
+	Devices []Device
 
 	Names  *Strings
 	GPU    []GPUOp
