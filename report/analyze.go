@@ -387,6 +387,7 @@ func (a *Analysis) WriteText(w io.Writer) error {
 	if a.Ranks != nil {
 		fmt.Fprintf(w, "\nranks: %d, median step time %.2f ms (fastest, %s) to %.2f ms (slowest, %s): spread %.1f%%\n",
 			a.Ranks.Count, a.Ranks.Fastest.StepTimeMs, rankLabel(a.Ranks.Fastest), a.Ranks.Slowest.StepTimeMs, rankLabel(a.Ranks.Slowest), a.Ranks.SpreadPct)
+		writeRankNodes(w, a.Ranks)
 	}
 	if a.RunConditions != nil {
 		fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")

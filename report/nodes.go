@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
@@ -46,4 +48,37 @@ func writeNodesMarkdown(w io.Writer, n *gate.Nodes) {
 	for _, s := range n.PerNode {
 		fmt.Fprintf(w, "| %s | %s | %s | %.2f ms | %s |\n", cell(s.Node), cell(fmt.Sprint(s.Ranks)), msOrDash(s.BaselineStepMs), s.StepMs, msOrDash(s.OwnMs))
 	}
+}
+
+// writeRankNodes writes each Slurm node's median step time (its slowest
+// rank's) and ranks, for an analysis whose ranks know their nodes.
+func writeRankNodes(w io.Writer, rk *Ranks) {
+	type node struct {
+		ranks []string
+		ms    float64
+	}
+	by := map[string]*node{}
+	var order []string
+	for _, s := range rk.PerRank {
+		if s.Node == "" {
+			continue
+		}
+		n := by[s.Node]
+		if n == nil {
+			n = &node{}
+			by[s.Node] = n
+			order = append(order, s.Node)
+		}
+		n.ranks = append(n.ranks, strings.TrimPrefix(rankLabel(RankStat{Index: s.Index, Rank: s.Rank, Path: s.Path}), "rank "))
+		n.ms = max(n.ms, s.StepTimeMs)
+	}
+	if len(order) == 0 {
+		return
+	}
+	sort.Strings(order)
+	var parts []string
+	for _, o := range order {
+		parts = append(parts, fmt.Sprintf("%s %.2f ms (rank %s)", escape.Terminal(o), by[o].ms, strings.Join(by[o].ranks, ", ")))
+	}
+	fmt.Fprintf(w, "nodes (median step time, the node's slowest rank): %s\n", strings.Join(parts, "; "))
 }
