@@ -193,3 +193,45 @@ func TestSlurmQueueTimeout(t *testing.T) {
 		t.Errorf("squeue after giving up: %q, want the blocker alone", q)
 	}
 }
+
+// TestSlurmNsys: under nsys, each task writes a report of its own
+// (report-RANK.nsys-rep), each exported and named as its rank's trace.
+func TestSlurmNsys(t *testing.T) {
+	py := slurmPython(t)
+	nsysBin := cmpOr(os.Getenv("GPUGATE_NSYS"), "/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys")
+	if _, err := os.Stat(nsysBin); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no nsys: %v (scripts/setup-profilers.sh)", err)
+		}
+		t.Skipf("no nsys: %v", err)
+	}
+	c := slurmtest.Start(t)
+	var log bytes.Buffer
+	out := t.TempDir()
+	res, err := Run(context.Background(), Job{
+		Name: "ddp-nsys", Args: []string{py, "train.py", "--steps", "10"}, Dir: ddpDir(t), Env: map[string]string{"USE_LIBUV": "0"},
+		Timeout: 4 * time.Minute, Profiler: Nsys, NsysPath: nsysBin, NsysTrace: "cuda,nvtx,osrt", Out: out, Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	want := []string{filepath.Join(out, "report-0.sqlite"), filepath.Join(out, "report-1.sqlite")}
+	if strings.Join(res.Traces, " ") != strings.Join(want, " ") {
+		t.Errorf("traces %v, want %v\n%s", res.Traces, want, log.String())
+	}
+	byRank := map[int]Process{}
+	for _, p := range res.Processes {
+		if p.Rank != nil {
+			byRank[*p.Rank] = p
+		}
+	}
+	for r, node := range []string{"n1", "n2"} {
+		if p := byRank[r]; p.Node != node || p.Trace != want[r] {
+			t.Errorf("rank %d: %+v, want node %s and trace %s", r, p, node, want[r])
+		}
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after Run: %q", q)
+	}
+}
