@@ -66,9 +66,8 @@ type Profile struct {
 	Rank      *int     `json:"rank"`       // null when the trace does not say
 	WorldSize *int     `json:"world_size"` // null when the trace does not say
 	Process   int      `json:"process,omitempty"`
-	// Node is the Slurm node the rank ran on; omitted outside Slurm.
-	Node    string   `json:"node,omitempty"`
-	Devices []Device `json:"devices"`
+	Node      string   `json:"node,omitempty"` // the Slurm node it ran on; omitted outside Slurm
+	Devices   []Device `json:"devices"`
 	HasGPU    bool     `json:"has_gpu"`
 	Whole     bool     `json:"whole_profile"` // no step markers: one window
 	// StepMethod and StepConfidence say how the steps were found
