@@ -8,6 +8,40 @@ import (
 	"unicode"
 )
 
+// Slurm configures a workload that runs as the tasks of one Slurm job
+// step (docs/slurm.md):
+//
+//	slurm: {nodes: 2, ntasks_per_node: 1, gpus_per_node: 1, partition: debug, time: 10m}
+type Slurm struct {
+	// Nodes is the number of nodes (srun -N), default 1.
+	Nodes int `yaml:"nodes"`
+	// NtasksPerNode is the number of tasks (ranks) per node, default 1.
+	NtasksPerNode int `yaml:"ntasks_per_node"`
+	// GPUsPerNode is requested as --gres=gpu:N; 0 (the default) requests
+	// none.
+	GPUsPerNode int `yaml:"gpus_per_node"`
+	// Partition is salloc's --partition; empty: the cluster's default.
+	Partition string `yaml:"partition"`
+	// Time is the allocation's time limit (salloc --time, whole minutes,
+	// rounded up); default the workload's timeout plus a minute.
+	Time Duration `yaml:"time"`
+	// Args are more salloc arguments (--account, --qos, --constraint);
+	// unused inside an existing allocation.
+	Args []string `yaml:"args"`
+	// StepArgs are more arguments of the job step's srun (--mpi, --cpu-bind).
+	StepArgs []string `yaml:"step_args"`
+	// SharedDir is a folder every node and gpugate's machine see at the same
+	// path, where the tasks write their traces; default the run's
+	// artifacts folder. Relative paths are relative to the config's folder.
+	SharedDir string `yaml:"shared_dir"`
+	// QueueTimeout bounds the wait for the allocation, apart from the
+	// run's timeout; default 10m.
+	QueueTimeout Duration `yaml:"queue_timeout"`
+
+	set       map[string]bool
+	line, col int
+}
+
 // DefaultQueueTimeout bounds the wait for a Slurm allocation when
 // slurm.queue_timeout is not set.
 const DefaultQueueTimeout = 10 * time.Minute
