@@ -135,8 +135,18 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 	name := "gpugate-" + job.Name + "-" + escape.Token(4)
 	info := &SlurmInfo{JobID: sl.JobID, SharedDir: out}
 	res.Slurm = info
+	// What gpugate says before the step is kept for job.log, which the
+	// step's run (run) starts afresh: a job refused before its step still
+	// leaves a log that says why.
+	var pre strings.Builder
 	say := func(format string, a ...any) {
-		fmt.Fprintf(job.Output, "[%s] gpugate: slurm: %s\n", job.Name, fmt.Sprintf(format, a...))
+		line := fmt.Sprintf("gpugate: slurm: %s\n", fmt.Sprintf(format, a...))
+		pre.WriteString(line)
+		fmt.Fprintf(job.Output, "[%s] %s", job.Name, line)
+	}
+	fail := func(what string) error {
+		os.WriteFile(res.Log, []byte(pre.String()+"gpugate: "+what+"\n"), 0o644)
+		return &Error{Job: job.Name, What: what, Log: res.Log}
 	}
 	defer func() {
 		// Cancelled whatever happened (a timeout, Ctrl-C, SIGTERM, a
@@ -153,16 +163,16 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 	if sl.JobID == "" {
 		info.Own = true
 		if err := slurmAllocate(ctx, job, name, info, say); err != nil {
-			return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+			return fail(err.Error())
 		}
 	} else if !slurmName.MatchString(sl.JobID) {
-		return &Error{Job: job.Name, What: fmt.Sprintf("SLURM_JOB_ID %s is not a job id", strconv.QuoteToASCII(sl.JobID)), Log: res.Log}
+		return fail(fmt.Sprintf("SLURM_JOB_ID %s is not a job id", strconv.QuoteToASCII(sl.JobID)))
 	} else {
 		say("inside the existing allocation %s (SLURM_JOB_ID): only gpugate's own steps are cancelled", sl.JobID)
 	}
 	nodes, err := slurmProbe(ctx, job, name, info.JobID, out)
 	if err != nil {
-		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+		return fail(err.Error())
 	}
 	info.Nodes = nodes
 	var names []string
@@ -214,7 +224,7 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 		}
 		wrapper, err := smiWrapper(job, sl, info.JobID, name, n.Name)
 		if err != nil {
-			return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+			return fail(err.Error())
 		}
 		samplers[n.Name] = StartSMI(ctx, SMIOptions{Path: wrapper, Owned: func(int) (bool, bool) { return false, false }})
 	}
@@ -302,8 +312,8 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 		}
 	}
 	if err != nil || len(probed) < sl.Nodes {
-		return nil, fmt.Errorf("the shared folder %s is not writable on every node (probe step: %v): %s; slurm.shared_dir must be a folder all nodes can write at the same path",
-			escape.Terminal(out), err, escape.Terminal(strings.Join(lastLines(string(r.Out), 5), " | ")))
+		return nil, fmt.Errorf("cannot use %s as its shared folder: %s; slurm.shared_dir must be a folder every node can write at the same path",
+			escape.Terminal(out), probeFailure(string(r.Out), err))
 	}
 	var nodes []SlurmNode
 	for _, p := range probed {
@@ -345,6 +355,32 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 	// gpugate sorts them by name for a stable report.
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes, nil
+}
+
+// probeFailure says which node failed the probe step and what it printed.
+func probeFailure(out string, err error) string {
+	byTask := map[string][]string{}
+	var fails []string
+	for _, l := range strings.Split(out, "\n") {
+		if m := srunFailure.FindStringSubmatch(l); m != nil {
+			fails = append(fails, m[1]+"\x00"+m[2])
+		} else if m := taskLabel.FindStringSubmatch(l); m != nil && !probeLine.MatchString(l) {
+			byTask[m[1]] = append(byTask[m[1]], l[len(m[0]):])
+		}
+	}
+	var msgs []string
+	for _, f := range fails {
+		node, task, _ := strings.Cut(f, "\x00")
+		said := strings.Join(byTask[task], " | ")
+		if said == "" {
+			said = "no output"
+		}
+		msgs = append(msgs, fmt.Sprintf("node %s cannot write there (%s)", escape.Terminal(node), escape.Terminal(said)))
+	}
+	if len(msgs) == 0 {
+		return fmt.Sprintf("the probe step failed (%v): %s", err, escape.Terminal(strings.Join(lastLines(out, 5), " | ")))
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // smiWrapper writes a script that runs nvidia-smi on one node of the job

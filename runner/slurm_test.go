@@ -235,3 +235,37 @@ func TestSlurmNsys(t *testing.T) {
 		t.Errorf("squeue after Run: %q", q)
 	}
 }
+
+// TestSlurmSharedDirNotShared: a node that cannot write the shared folder
+// (n2 sees a filesystem of its own there) is refused before the job runs,
+// naming the folder and what the node said.
+func TestSlurmSharedDirNotShared(t *testing.T) {
+	c := slurmtest.StartWith(t, slurmtest.Options{Private: true})
+	var log bytes.Buffer
+	_, err := Run(context.Background(), Job{
+		Name: "unshared", Args: []string{"sh", "-c", "echo should not run"}, Dir: t.TempDir(), Timeout: time.Minute, Profiler: None,
+		Out: t.TempDir(), Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute, SharedDir: filepath.Join(c.Private, "runs")},
+	})
+	if err == nil || !strings.Contains(err.Error(), "node n2 cannot write there (") || !strings.Contains(err.Error(), "cannot create "+filepath.Join(c.Private, "runs")) || strings.Contains(err.Error(), "node n1") {
+		t.Fatalf("Run: %v, want the shared folder refused, naming n2\n%s", err, log.String())
+	}
+	t.Logf("refused: %v", err)
+	var je *Error
+	if b, rerr := os.ReadFile(je2(err, &je)); rerr != nil || !strings.Contains(string(b), "node n2 cannot write there") {
+		t.Errorf("job.log: %q, %v; want the refusal", b, rerr)
+	}
+	if strings.Contains(log.String(), "should not run") {
+		t.Error("the job ran")
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after the refusal: %q", q)
+	}
+}
+
+func je2(err error, je **Error) string {
+	if errors.As(err, je) {
+		return (*je).Log
+	}
+	return ""
+}

@@ -38,8 +38,19 @@ type Cluster struct {
 	// Started is how long the cluster took to start (munged, slurmctld,
 	// both slurmd, until sinfo shows both nodes idle).
 	Started time.Duration
+	// Private is a folder that node n2 does not share with the others
+	// (Options.Private): there n2 sees an empty tmpfs of its own.
+	Private string
 	procs   []*exec.Cmd
 	t       testing.TB
+}
+
+// Options change the cluster.
+type Options struct {
+	// Private starts n2's slurmd in a mount namespace of its own with a
+	// tmpfs over Cluster.Private: a node that does not see what gpugate's
+	// machine writes there, as a node without the shared filesystem.
+	Private bool
 }
 
 // Env is the environment entry that points Slurm's commands at the
@@ -60,6 +71,12 @@ func skip(t testing.TB, format string, args ...any) {
 // t.Cleanup stops it.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith starts a cluster with options.
+func StartWith(t testing.TB, opt Options) *Cluster {
+	t.Helper()
 	for _, b := range []string{"munged", "munge", "slurmctld", "slurmd", "srun", "salloc", "squeue", "scancel", "sinfo"} {
 		if _, err := exec.LookPath(b); err != nil {
 			skip(t, "slurmtest: %s not installed (scripts/setup-slurm.sh installs slurm-wlm and munge)", b)
@@ -77,7 +94,8 @@ func Start(t testing.TB) *Cluster {
 	os.Chmod(dir, 0o755)
 	c := &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), t: t}
 	t.Cleanup(c.stop)
-	for _, d := range []string{"munge", "state", "spool/n1", "spool/n2", "dev", "log"} {
+	c.Private = filepath.Join(dir, "private")
+	for _, d := range []string{"munge", "state", "spool/n1", "spool/n2", "dev", "log", "private"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +178,11 @@ PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
 	t.Setenv("SLURM_CONF", c.Conf)
 	c.start("slurmctld", "-D", "-i", "-f", c.Conf)
 	for _, n := range Nodes {
+		if opt.Private && n == "n2" {
+			c.start("unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+				`mount -t tmpfs gpugate-private "$0" && exec slurmd -D -N n2 -f "$1"`, c.Private, c.Conf)
+			continue
+		}
 		c.start("slurmd", "-D", "-N", n, "-f", c.Conf)
 	}
 	if err := waitFor(60*time.Second, func() error {
