@@ -157,6 +157,7 @@ func TestSlurmNodeFails(t *testing.T) {
 	if !errors.As(err, &je) {
 		t.Fatalf("Run: %v, want a failure\n%s", err, log.String())
 	}
+	t.Logf("reported: %v", err)
 	if !strings.Contains(je.What, "on node n2, task 1: Exited with exit code 3") {
 		t.Errorf("error %q does not name node n2's failure", je.What)
 	}
