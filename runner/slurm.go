@@ -400,7 +400,10 @@ func smiWrapper(job Job, sl *Slurm, jobID, name, node string) (string, error) {
 	}
 	script := fmt.Sprintf("#!/bin/sh\nexec %s --jobid=%s --job-name=%s --overlap --nodes=1 --ntasks=1 --nodelist=%s --quiet%s nvidia-smi \"$@\"\n",
 		shQuote(srun), jobID, name, node, gres)
-	dir := filepath.Join(filepath.Dir(job.Out+"/"), "slurm")
+	dir, err := filepath.Abs(filepath.Join(job.Out, "slurm"))
+	if err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

@@ -29,7 +29,7 @@ made_policy=
 if [ ! -e "$policy" ]; then
 	printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made_policy=1
 fi
-trap '[ -n "$made_policy" ] && rm -f "$policy"' EXIT
+trap 'if [ -n "$made_policy" ]; then rm -f "$policy"; fi' EXIT
 # The lock timeout lets it wait for another apt-get (the other setup scripts)
 # rather than fail.
 apt-get -o DPkg::Lock::Timeout=900 update -qq

@@ -11,6 +11,8 @@ bash scripts/setup-profilers.sh
 # throwaway cluster of their own (internal/pgtest) and fail without them
 # under CI=true.
 bash scripts/setup-postgres.sh
+# Slurm 22.05 and MUNGE: the Slurm tests start a throwaway 2-node cluster (internal/slurmtest, docs/slurm.md).
+bash scripts/setup-slurm.sh
 export CI=${CI:-true}
 # PyTorch 2.6 (Debian 13, in a chroot) next to Debian 12's 1.13.
 bash scripts/setup-torch2.sh
