@@ -63,7 +63,10 @@ type SlurmInfo struct {
 
 // SlurmNode is one allocated node as the probe step saw it.
 type SlurmNode struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Index is the node's place in the step (the probe's task number, one
+	// task per node): rank 0 runs on the node of index 0.
+	Index    int    `json:"index"`
 	Host     string `json:"host"` // its hostname, for MASTER_ADDR
 	GPU      string `json:"gpu"`  // first GPU's model, "none" without nvidia-smi or GPU
 	Driver   string `json:"driver"`
@@ -182,9 +185,14 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 	say("job %s on %d node(s): %s", info.JobID, len(nodes), escape.Terminal(strings.Join(names, ", ")))
 
 	// The launcher contract's rendezvous, unless the job sets its own:
-	// rank 0 runs on the first node of the step.
-	if lookup(env, "MASTER_ADDR") == "" && len(nodes) > 0 {
-		env = append(env, "MASTER_ADDR="+nodes[0].Host)
+	// rank 0 runs on the first node of the step (Slurm's order, not the
+	// names': gpu9 comes before gpu10).
+	if lookup(env, "MASTER_ADDR") == "" {
+		for _, n := range nodes {
+			if n.Index == 0 {
+				env = append(env, "MASTER_ADDR="+n.Host)
+			}
+		}
 	}
 	if lookup(env, "MASTER_PORT") == "" {
 		env = append(env, "MASTER_PORT="+strconv.Itoa(20000+rand.IntN(20000)))
@@ -305,10 +313,10 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 	}
 	args = append(args, "/bin/sh", "-c", slurmProbeScript, "sh", out)
 	r, err := bounded.Run(ctx, bounded.Options{Limit: 2 * time.Minute, MaxOutput: 256 << 10, Stderr: true}, sl.bin("srun"), args...)
-	var probed []string
+	var probed, tasks []string
 	for _, l := range strings.Split(string(r.Out), "\n") {
 		if m := probeLine.FindStringSubmatch(l); m != nil {
-			probed = append(probed, m[2])
+			probed, tasks = append(probed, m[2]), append(tasks, m[1])
 		}
 	}
 	if err != nil || len(probed) < sl.Nodes {
@@ -316,7 +324,7 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 			escape.Terminal(out), probeFailure(string(r.Out), err))
 	}
 	var nodes []SlurmNode
-	for _, p := range probed {
+	for i, p := range probed {
 		if !slurmName.MatchString(p) {
 			return nil, fmt.Errorf("node name %s: not a plain Slurm node name", strconv.QuoteToASCII(p))
 		}
@@ -331,6 +339,7 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 			lines = append(lines, "")
 		}
 		n := SlurmNode{Name: p, Host: strings.TrimSpace(lines[1]), GPU: "none", CPU: strings.TrimSpace(lines[3])}
+		n.Index, _ = strconv.Atoi(tasks[i])
 		n.CPUs, _ = strconv.Atoi(strings.TrimSpace(lines[4]))
 		for _, g := range strings.Split(lines[2], ";") {
 			if g = strings.TrimSpace(g); g != "" {

@@ -38,7 +38,9 @@ dist.destroy_process_group()
 `
 
 // slurmPerf is the perf.yaml of the Slurm workload; extra goes under the
-// workload (env:, timeout:, a different slurm:).
+// workload (env:, a different slurm:). Five runs a side: on a loaded
+// 2-core machine one run of three whose steps another process slowed
+// left a 13× step time inconclusive.
 func slurmPerf(slurm, extra string) string {
 	return `version: 1
 workloads:
@@ -47,11 +49,11 @@ workloads:
     profiler: torch
     warmup_steps: 2
     measure_steps: 8
-    repeat: 3
+    repeat: 5
     timeout: 2m
     slurm: ` + slurm + `
 ` + extra + `baseline:
-  runs: 3
+  runs: 5
 allowances:
   step_time: 50%
 `
@@ -99,7 +101,7 @@ func TestSlurmRun(t *testing.T) {
 	twoNodes := "{nodes: 2, ntasks_per_node: 1, gpus_per_node: 1, partition: debug, time: 5m, queue_timeout: 1m}"
 	db := filepath.Join(dir, "b.db")
 
-	// The 2-node baseline: 3 runs.
+	// The 2-node baseline: 5 runs.
 	write("base.yaml", slurmPerf(twoNodes, ""))
 	code, out, errOut := gpugateRun(t, dir, "run", "-config", "base.yaml", "-db", db, "-out", "base", "-record-baseline")
 	if code != 0 {
@@ -118,7 +120,7 @@ func TestSlurmRun(t *testing.T) {
 			} `json:"slurm"`
 		} `json:"job"`
 	}
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= 5; i++ {
 		b, err := os.ReadFile(filepath.Join("base", "run"+string(rune('0'+i)), "analysis.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +163,7 @@ func TestSlurmRun(t *testing.T) {
 	t.Logf("candidate report:\n%s", out)
 
 	// A 1-node run is never gated against the 2-node baseline.
-	write("one.yaml", slurmPerf("{nodes: 1, ntasks_per_node: 2, gpus_per_node: 1, time: 5m}", ""))
+	write("one.yaml", strings.Replace(slurmPerf("{nodes: 1, ntasks_per_node: 2, gpus_per_node: 1, time: 5m}", ""), "repeat: 5", "repeat: 1", 1))
 	code, out, errOut = gpugateRun(t, dir, "run", "-config", "one.yaml", "-db", db, "-out", "one")
 	if code != 2 || !strings.Contains(out+errOut, "nodes: 2 != 1") && !strings.Contains(out+errOut, "nodes: 1 != 2") {
 		t.Errorf("1-node run against the 2-node baseline: exit %d, want 2 naming the node counts\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -174,7 +176,8 @@ func TestSlurmRun(t *testing.T) {
 
 	// A job that outlives its timeout is cancelled; squeue is empty when
 	// gpugate returns.
-	write("hang.yaml", strings.Replace(strings.Replace(slurmPerf(twoNodes, ""), "timeout: 2m", "timeout: 5s", 1), `["/usr/bin/python3", "train.py"]`, `"echo started; sleep 300"`, 1))
+	hang := strings.NewReplacer("timeout: 2m", "timeout: 5s", `["/usr/bin/python3", "train.py"]`, `"echo started; sleep 300"`, "repeat: 5", "repeat: 1")
+	write("hang.yaml", hang.Replace(slurmPerf(twoNodes, "")))
 	code, out, errOut = gpugateRun(t, dir, "run", "-config", "hang.yaml", "-db", db, "-out", "hang")
 	q := c.Squeue()
 	if code != 2 || !strings.Contains(errOut, "timed out after 5s") {
