@@ -270,3 +270,57 @@ func je2(err error, je **Error) string {
 	}
 	return ""
 }
+
+// TestSlurmConditions: nvidia-smi (the stand-in, replaying an H200
+// recording) answers on each node: the probe's GPU model and driver go
+// into the nodes, and each node's sampler step marks its GPUs with the
+// node.
+func TestSlurmConditions(t *testing.T) {
+	c := slurmtest.Start(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "nvidia-smi")); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := filepath.Abs(filepath.Join("testdata", "smi", "h200-load"))
+	help, _ := filepath.Abs(filepath.Join("testdata", "smi", "help-query-gpu-580.txt"))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("GPUGATE_FAKE_SMI", rec)
+	t.Setenv("GPUGATE_FAKE_SMI_HELP", help)
+	t.Setenv("GPUGATE_FAKE_SMI_DONE", t.TempDir())
+	t.Setenv("GPUGATE_FAKE_SMI_INTERVAL_MS", "20")
+	t.Setenv("GPUGATE_FAKE_SMI_ONESHOT", "1")
+	t.Setenv("GPUGATE_FAKE_SMI_DRIVER", "580.65.06")
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Job{
+		Name: "sampled", Args: []string{"sh", "-c", "echo started; sleep 4"}, Dir: t.TempDir(), Timeout: time.Minute, Profiler: None,
+		Out: t.TempDir(), Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, GPUsPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	for _, n := range res.Slurm.Nodes {
+		if n.GPU != "NVIDIA H200" || n.GPUCount != 1 || n.Driver != "580.65.06" {
+			t.Errorf("node %+v: want one NVIDIA H200, driver 580.65.06", n)
+		}
+	}
+	if got := res.Slurm.NodeGPUs(); got != "NVIDIA H200 ×1; NVIDIA H200 ×1" {
+		t.Errorf("node GPUs %q", got)
+	}
+	cond := res.Conditions
+	if cond == nil || !cond.Sampled || len(cond.GPUs) != 2 {
+		t.Fatalf("conditions %+v: want two GPUs sampled\n%s", cond, log.String())
+	}
+	for i, node := range []string{"n1", "n2"} {
+		if g := cond.GPUs[i]; g.Node != node || g.Name != "NVIDIA H200" || g.Samples == 0 {
+			t.Errorf("GPU %d: %+v, want an H200 on %s with samples", i, g, node)
+		}
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after Run: %q (the sampler steps must be cancelled too)", q)
+	}
+}

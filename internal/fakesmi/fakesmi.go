@@ -11,6 +11,10 @@
 // GPUGATE_FAKE_SMI_PID_OFFSET is added to every recorded pid, so that a
 // recorded pid never names a live process of the test machine (above
 // Linux's largest pid_max, 2^22, no process exists).
+// GPUGATE_FAKE_SMI_ONESHOT=1 answers a query without -lms once, as
+// nvidia-smi does (the first block, no header with --format=csv,noheader),
+// and exits; GPUGATE_FAKE_SMI_DRIVER then answers driver_version, which the
+// recordings lack.
 package fakesmi
 
 import (
@@ -32,6 +36,7 @@ func Main(args []string) int {
 	dir := os.Getenv("GPUGATE_FAKE_SMI")
 	help := os.Getenv("GPUGATE_FAKE_SMI_HELP")
 	var query, fields string
+	noheader, lms := false, false
 	interval := time.Duration(0)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -46,7 +51,10 @@ func Main(args []string) int {
 			return 0
 		case strings.HasPrefix(a, "--query-gpu="), strings.HasPrefix(a, "--query-compute-apps="):
 			query, fields, _ = strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		case strings.HasPrefix(a, "--format=") && strings.Contains(a, "noheader"):
+			noheader = true
 		case a == "-lms" && i+1 < len(args):
+			lms = true
 			ms, _ := strconv.Atoi(args[i+1])
 			interval = time.Duration(ms) * time.Millisecond
 			i++
@@ -68,6 +76,13 @@ func Main(args []string) int {
 		return 2
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	oneshot := os.Getenv("GPUGATE_FAKE_SMI_ONESHOT") == "1" && !lms
+	if d := os.Getenv("GPUGATE_FAKE_SMI_DRIVER"); oneshot && d != "" && !strings.Contains(lines[0], "driver_version") {
+		lines[0] += ", driver_version"
+		for i := 1; i < len(lines); i++ {
+			lines[i] += ", " + d
+		}
+	}
 	header := strings.Split(lines[0], ", ")
 	var cols []int
 	for _, f := range strings.Split(fields, ",") {
@@ -97,7 +112,9 @@ func Main(args []string) int {
 		}
 		return strings.Join(out, ", ")
 	}
-	fmt.Println(project(lines[0]))
+	if !noheader || !oneshot {
+		fmt.Println(project(lines[0]))
+	}
 	// Blocks: one row per GPU until an index (or, for processes, a
 	// timestamp) repeats.
 	var blocks [][]string
@@ -118,6 +135,12 @@ func Main(args []string) int {
 		}
 		seen[k] = true
 		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], l)
+	}
+	if oneshot && len(blocks) > 0 {
+		for _, l := range blocks[0] {
+			fmt.Println(project(l))
+		}
+		return 0
 	}
 	for i, bl := range blocks {
 		if i > 0 {
