@@ -324,3 +324,41 @@ func TestSlurmConditions(t *testing.T) {
 		t.Errorf("squeue after Run: %q (the sampler steps must be cancelled too)", q)
 	}
 }
+
+// TestSlurmInsideAllocation: with an allocation given (SLURM_JOB_ID),
+// gpugate requests none, runs its steps in it, and cancels only its own
+// steps: the allocation is still there when Run returns, without them.
+func TestSlurmInsideAllocation(t *testing.T) {
+	c := slurmtest.Start(t)
+	out, err := exec.Command("salloc", "--no-shell", "--nodes=2", "--ntasks-per-node=1", "--time=5", "--job-name=users-own").CombinedOutput()
+	if err != nil {
+		t.Fatalf("salloc: %v: %s", err, out)
+	}
+	id, err := exec.Command("squeue", "--noheader", "--name=users-own", "--format=%i").Output()
+	if err != nil || len(bytes.TrimSpace(id)) == 0 {
+		t.Fatalf("squeue: %v: %q", err, id)
+	}
+	jobID := string(bytes.TrimSpace(id))
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Job{
+		Name: "inside", Args: []string{"sh", "-c", `echo "task $SLURM_PROCID in job $SLURM_JOB_ID"; sleep 600`}, Dir: t.TempDir(),
+		Timeout: 4 * time.Second, Profiler: None, Out: t.TempDir(), Output: &log, KillGrace: time.Second,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute, JobID: jobID},
+	})
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("Run: %v, want a timeout\n%s", err, log.String())
+	}
+	if res.Slurm == nil || res.Slurm.Own || res.Slurm.JobID != jobID || res.Slurm.QueueWait != 0 {
+		t.Errorf("slurm info %+v: want job %s, not its own, no queue wait", res.Slurm, jobID)
+	}
+	if !strings.Contains(log.String(), "task 1 in job "+jobID) {
+		t.Errorf("the step did not run in job %s:\n%s", jobID, log.String())
+	}
+	if q := c.Squeue(); q != jobID+" users-own RUNNING" {
+		t.Errorf("squeue after Run: %q, want the user's allocation alone, still running", q)
+	}
+	steps, _ := exec.Command("squeue", "--noheader", "--steps", "--format=%i %j").CombinedOutput()
+	if strings.Contains(string(steps), "gpugate-") {
+		t.Errorf("gpugate's steps outlived Run: %s", steps)
+	}
+}
