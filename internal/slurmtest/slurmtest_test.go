@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCluster starts the cluster and runs one task on each node.
@@ -22,7 +23,13 @@ func TestCluster(t *testing.T) {
 			t.Errorf("srun -N2 printed %q, want a line %q", out, want)
 		}
 	}
+	// srun returns before the controller forgets the job (COMPLETING):
+	// gone within a few seconds (MinJobAge=2).
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Squeue() != "" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if q := c.Squeue(); q != "" {
-		t.Errorf("squeue after srun: %q, want nothing", q)
+		t.Errorf("squeue 20 s after srun: %q, want nothing", q)
 	}
 }
