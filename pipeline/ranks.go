@@ -33,7 +33,7 @@ func (p *Plan) fromJob(res *runner.Result, results []*analysis.Result) error {
 		if r.Profile.WorldSize == 0 {
 			r.Profile.WorldSize = pr.WorldSize
 		}
-		r.Profile.Node = pr.Node
+		r.Profile.Node = slurmNode(res, pr.Node) // slurm.go
 	}
 	src, err := p.FP.FromJob(res.Processes)
 	if err != nil {

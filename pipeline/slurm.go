@@ -55,3 +55,18 @@ func (p *Plan) fromSlurm(res *runner.Result) (*report.SlurmJob, error) {
 		info.QueueWait.Seconds(), res.Duration.Seconds(), len(info.Nodes), escape.Terminal(p.FP.NodeGPUs))
 	return job, nil
 }
+
+// slurmNode is the node a task reported (its SLURMD_NODENAME, written by
+// the job's own process, so anyone's) when it is one the probe step found,
+// else "".
+func slurmNode(res *runner.Result, node string) string {
+	if res.Slurm == nil {
+		return ""
+	}
+	for _, n := range res.Slurm.Nodes {
+		if n.Name == node {
+			return node
+		}
+	}
+	return ""
+}
