@@ -23,6 +23,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
@@ -158,47 +159,41 @@ func Run(ctx context.Context, env Env) (Outcome, error) {
 		// step, which runs the job, never does.
 		return Outcome{}, alertPhase(ctx, gha, getenv, in)
 	case in.phase == "post":
-		return postPhase(ctx, gha, stderr, getenv, in, in.result)
+		return postPhase(ctx, gha, stderr, getenv, in, in.result, getenv("GPUGATE_CONFIG_DIGEST"), getenv("GPUGATE_RESULT_DIGEST"))
 	}
-	resPath, err := runPhase(ctx, gha, stdout, stderr, getenv, run, in)
+	resPath, digests, err := runPhase(ctx, gha, stdout, stderr, getenv, run, in)
 	if err == nil && in.phase == "" && in.mode == "refresh" {
 		err = alertPhase(ctx, gha, getenv, in)
 	}
 	if err != nil || in.phase == "run" || in.mode == "refresh" {
 		return Outcome{}, err
 	}
-	return postPhase(ctx, gha, stderr, getenv, in, resPath)
+	return postPhase(ctx, gha, stderr, getenv, in, resPath, digests[0], digests[1])
 }
 
 // loadConfig reads and checks perf.yaml, annotating every error at its
 // line and column.
 func loadConfig(gha *IO, getenv func(string) string, path string) (*config.Config, error) {
-	c, err := config.Load(path)
-	if err != nil {
-		annotateConfig(gha, getenv, path, err)
-		return nil, err
-	}
-	return c, nil
+	c, _, err := loadConfigDigest(gha, getenv, path)
+	return c, err
 }
 
-// rejudgeLevel is the level an artifact's report may be judged again at:
-// stats' default, or, for repeat: auto (sampling unit "run"),
-// pipeline.AutoAlpha/max_runs for a max_runs perf.yaml allows and no more
-// candidate runs than that.
-func rejudgeLevel(rep *gate.Report, samples map[string]MetricSamples) (stats.Thresholds, error) {
-	if rep.Alpha == stats.DefaultThresholds.Alpha && (rep.Sampling == nil || rep.Sampling.Unit != stats.UnitRun) {
-		return stats.Thresholds{}, nil
+// loadConfigDigest is loadConfig that also returns the sha256 of the
+// bytes it parsed: the run step states it (output config-digest), and the
+// post step judges with perf.yaml only if it still has that digest, so
+// that a job that rewrote perf.yaml while it ran (gate: [] or allowances
+// of 5000%) decides nothing.
+func loadConfigDigest(gha *IO, getenv func(string) string, path string) (*config.Config, string, error) {
+	data, err := os.ReadFile(path)
+	var c *config.Config
+	if err == nil {
+		c, err = config.Parse(data, path)
 	}
-	s := rep.Sampling
-	if s == nil || s.Unit != stats.UnitRun || s.MaxRuns < 2 || s.MaxRuns > config.MaxRepeat || rep.Alpha != pipeline.AutoAlpha/float64(s.MaxRuns) {
-		return stats.Thresholds{}, fmt.Errorf("the artifact was judged at α=%v, a level gpugate does not judge at", rep.Alpha)
+	if err != nil {
+		annotateConfig(gha, getenv, path, err)
+		return nil, "", err
 	}
-	for name, x := range samples {
-		if len(x.Candidate) > s.MaxRuns {
-			return stats.Thresholds{}, fmt.Errorf("metric %s has %d candidate runs, more than the artifact's max_runs %d", name, len(x.Candidate), s.MaxRuns)
-		}
-	}
-	return stats.Thresholds{Alpha: rep.Alpha, AutoAlpha: pipeline.AutoAlpha, AutoMaxRuns: s.MaxRuns}, nil
+	return c, digest(data), nil
 }
 
 // loadWorkload loads perf.yaml and the workload the inputs name,
@@ -280,13 +275,14 @@ func preparePhase(ctx context.Context, gha *IO, getenv func(string) string, in i
 }
 
 // runPhase profiles and compares, writes the evidence and the result, and
-// returns the result's path. It fails only for trouble; the verdict's exit
-// status is the post step's.
+// returns the result's path and the digests of perf.yaml (as read before
+// the job ran) and of the result (as written). It fails only for trouble;
+// the verdict's exit status is the post step's.
 func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv func(string) string,
-	run func(context.Context, pipeline.Options) (*pipeline.Outcome, error), in inputs) (string, error) {
-	c, err := loadConfig(gha, getenv, in.config)
+	run func(context.Context, pipeline.Options) (*pipeline.Outcome, error), in inputs) (resPath string, digests [2]string, err error) {
+	c, cfgDigest, err := loadConfigDigest(gha, getenv, in.config)
 	if err != nil {
-		return "", err
+		return "", digests, err
 	}
 	if in.baseBranch != "" {
 		c.Baseline.Branch = in.baseBranch
@@ -294,7 +290,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	w, err := c.Workload(in.workload)
 	if err != nil {
 		gha.Error("gpugate: workload", err.Error())
-		return "", err
+		return "", digests, err
 	}
 	runs, art := Folders(getenv, w.Name)
 	os.RemoveAll(runs)
@@ -321,7 +317,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		} else {
 			gha.Error("gpugate", err.Error())
 		}
-		return "", err
+		return "", digests, err
 	}
 	rep := oc.Report
 	ev, _ := readEvent(getenv)
@@ -337,11 +333,11 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 
 	// The job has ended: the evidence folder is made now, anew (freshDir).
 	if err := freshDir(art); err != nil {
-		return "", fmt.Errorf("make the evidence folder %s: %v", art, err)
+		return "", digests, fmt.Errorf("make the evidence folder %s: %v", art, err)
 	}
 	traces, omitted, err := gatherEvidence(runs, art, in.sizeCap, evidenceFiles(runs, oc.Cand, max(int(w.Repeat), len(oc.Cand))))
 	if err != nil {
-		return "", fmt.Errorf("gather evidence in %s: %v", art, err)
+		return "", digests, fmt.Errorf("gather evidence in %s: %v", art, err)
 	}
 	picture, err := writeStepPicture(art, oc)
 	if err != nil {
@@ -357,19 +353,32 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(gate.Samples(oc.Base, am)), Candidate: finiteRuns(gate.Samples(oc.Cand, am))}
 		}
 	}
+	if len(rep.Metrics) == 0 {
+		// No baseline: the candidate's samples all the same, so that the
+		// post step and the comment job can tell this result from one whose
+		// metrics were deleted (judge).
+		for _, am := range analysis.Metrics {
+			if cs := gate.Samples(oc.Cand, am); cs != nil {
+				res.Samples[am.Name] = MetricSamples{Baseline: [][]float64{}, Candidate: finiteRuns(cs)}
+			}
+		}
+	}
 	md, err := RenderComment(res, getenv, "")
 	if err != nil {
-		return "", err
+		return "", digests, err
 	}
 	var js bytes.Buffer
 	report.WriteCompareJSON(&js, rep)
 	resJSON, _ := json.MarshalIndent(res, "", "  ")
 	for name, data := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "gpugate-result.json": resJSON} {
 		if err := writeExcl(filepath.Join(art, name), data); err != nil {
-			return "", err
+			return "", digests, err
 		}
 	}
-	resPath := filepath.Join(art, "gpugate-result.json")
+	resPath = filepath.Join(art, "gpugate-result.json")
+	digests = [2]string{cfgDigest, digest(resJSON)}
+	gha.SetOutput("config-digest", digests[0])
+	gha.SetOutput("result-digest", digests[1])
 	gha.Summary(string(md))
 	gha.SetOutput("verdict", string(rep.Verdict))
 	gha.SetOutput("report-path", filepath.Join(art, "report.md"))
@@ -401,9 +410,9 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		gha.SetOutput("recorded", "true")
 	}
 	if oc.Err != nil {
-		return resPath, oc.Err
+		return resPath, digests, oc.Err
 	}
-	return resPath, nil
+	return resPath, digests, nil
 }
 
 // finiteRuns drops the values JSON cannot hold (NaN, ±Inf), which the
@@ -462,12 +471,65 @@ func newClient(getenv func(string) string, in inputs) (*Client, error) {
 }
 
 // postPhase posts a result of this job's run: the comment, the check run,
-// the link to the evidence, and the exit status of the verdict.
-func postPhase(ctx context.Context, gha *IO, log io.Writer, getenv func(string) string, in inputs, resPath string) (Outcome, error) {
+// the link to the evidence, and the exit status of the verdict. The result
+// was written after the job ran, but a process the job left behind could
+// have edited it, or perf.yaml, since: the result must have the digest the
+// run step stated (resDigest, when given), and it is judged again from its
+// samples with perf.yaml's settings (judge), perf.yaml having the digest
+// it had when the run step read it before the job (cfgDigest, when
+// given). What does not hold is refused: exit 2 and a comment saying so.
+func postPhase(ctx context.Context, gha *IO, log io.Writer, getenv func(string) string, in inputs, resPath, cfgDigest, resDigest string) (Outcome, error) {
+	ev, _ := readEvent(getenv)
+	workload := "" // the comment's, once known
+	refuse := func(err error) (Outcome, error) {
+		err = fmt.Errorf("result refused: %w", err)
+		gha.Error("gpugate: result refused", err.Error())
+		gha.Summary(refusalMarkdown("", err))
+		if workload != "" && ev.PR != 0 && in.comment != "never" && in.token != "" {
+			if c, cerr := newClient(getenv, in); cerr == nil {
+				if _, cerr := c.Upsert(ctx, ev.PR, Marker(workload), refusalMarkdown(Marker(workload), err), true); cerr != nil {
+					gha.Warning("gpugate: no PR comment", cerr.Error())
+				}
+			}
+		}
+		return Outcome{}, err
+	}
+	c, cd, err := loadConfigDigest(gha, getenv, in.config)
+	if err != nil {
+		return refuse(err)
+	}
+	if cfgDigest != "" && cd != cfgDigest {
+		return refuse(fmt.Errorf("%s changed while the job ran (sha256 %s, read before the job as %s): its settings cannot judge the run", in.config, cd, cfgDigest))
+	}
+	w, err := c.Workload(in.workload)
+	if err != nil {
+		return refuse(err)
+	}
+	workload = Slug(w.Name)
+	if resDigest != "" {
+		d, err := fileDigest(resPath)
+		if err != nil {
+			return refuse(err)
+		}
+		if d != resDigest {
+			return refuse(fmt.Errorf("%s is not the file the run step wrote (sha256 %s, the run step's %s): edited since", resPath, d, resDigest))
+		}
+	}
 	r, err := ReadResult(resPath)
 	if err != nil {
-		gha.Error("gpugate", err.Error())
-		return Outcome{}, err
+		return refuse(err)
+	}
+	if r.Workload != Slug(w.Name) {
+		return refuse(fmt.Errorf("the result is of workload %q, not %q", r.Workload, Slug(w.Name)))
+	}
+	if err := checkReport(r.Report); err != nil {
+		return refuse(err)
+	}
+	if err := judge(&r, c, w); err != nil {
+		return refuse(err)
+	}
+	if slices.Contains(ev.Labels, in.acceptLabel) {
+		gate.Accept(r.Report, in.acceptLabel)
 	}
 	artifactURL := getenv("GPUGATE_ARTIFACT_URL")
 	if artifactURL != "" {
@@ -477,7 +539,6 @@ func postPhase(ctx context.Context, gha *IO, log io.Writer, getenv func(string) 
 	if err != nil {
 		return Outcome{}, err
 	}
-	ev, _ := readEvent(getenv)
 	verdict := r.Report.Verdict
 	if ev.PR != 0 && in.comment != "never" {
 		if in.token == "" {
@@ -651,31 +712,35 @@ func commentMode(ctx context.Context, gha *IO, log io.Writer, getenv func(string
 		return refuse("%v", err)
 	}
 	// Judge every metric again from its samples with gpugate's own rule
-	// (gate.Rejudge), re-derive the verdict from them, and take
-	// acceptance from the pull request's labels: the artifact's verdicts
-	// are not believed.
-	rep := r.Report
-	// The level the run judged at: the default, or repeat: auto's
-	// AutoAlpha/max_runs with no more runs than max_runs. Any other is
-	// refused: a forged lower level would widen every interval and turn a
-	// regression inconclusive.
-	th, err := rejudgeLevel(rep, r.Samples)
+	// and the settings of the trusted perf.yaml (this workflow's checkout,
+	// the base branch's), re-derive the verdict from them, and take
+	// acceptance from the pull request's labels: the artifact's verdicts,
+	// gate flags, allowances, level and max_runs are not believed. From
+	// here on the pull request is known: a refusal is posted to it, so
+	// that no earlier comment's verdict stands.
+	refusePosted := func(err error) error {
+		err = fmt.Errorf("result refused: %w", err)
+		gha.Error("gpugate: artifact refused", err.Error())
+		gha.Summary(refusalMarkdown("", err))
+		if in.comment != "never" {
+			if _, cerr := c.Upsert(ctx, pr.Number, Marker(r.Workload), refusalMarkdown(Marker(r.Workload), err), true); cerr != nil {
+				gha.Warning("gpugate: no PR comment", cerr.Error())
+			}
+		}
+		return err
+	}
+	cfg, err := loadConfig(gha, getenv, in.config)
 	if err != nil {
-		return refuse("%v", err)
+		return refusePosted(fmt.Errorf("the trusted perf.yaml: %w", err))
 	}
-	for i, m := range rep.Metrics {
-		s, ok := r.Samples[m.Name]
-		if !ok {
-			return refuse("the artifact has no samples of metric %s to judge it by", m.Name)
-		}
-		if rep.Metrics[i], err = gate.Rejudge(m, s.Baseline, s.Candidate, th); err != nil {
-			return refuse("%v", err)
-		}
-		if m.Name == "step_time" { // the chart shows the numbers judged
-			r.BaseSteps, r.CandSteps = firstRun(s.Baseline), firstRun(s.Candidate)
-		}
+	w, err := cfg.Workload(r.Workload)
+	if err != nil {
+		return refusePosted(fmt.Errorf("the trusted perf.yaml %s: %w", in.config, err))
 	}
-	rederive(rep)
+	rep := r.Report
+	if err := judge(&r, cfg, w); err != nil {
+		return refusePosted(err)
+	}
 	if slices.Contains(pr.Labels, in.acceptLabel) {
 		gate.Accept(rep, in.acceptLabel)
 	}
@@ -712,6 +777,20 @@ func firstRun(runs [][]float64) []float64 {
 		return nil
 	}
 	return runs[0][:min(len(runs[0]), 200)]
+}
+
+// refusalMarkdown is the comment (under marker; the job summary without
+// one) that says a result was refused: it replaces whatever verdict an
+// earlier comment showed. The reason quotes the artifact: a code span.
+func refusalMarkdown(marker string, err error) string {
+	var b strings.Builder
+	if marker != "" {
+		b.WriteString(marker + "\n")
+	}
+	b.WriteString("### gpugate: ⛔ result refused\n\n")
+	b.WriteString("gpugate did not judge this run: " + escape.CodeSpan(err.Error()) + "\n\n")
+	b.WriteString("No verdict stands for it (an earlier one in this comment is replaced). The run's evidence is in its artifact; run the workflow again to get one.\n")
+	return b.String()
 }
 
 var findingRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)

@@ -2,7 +2,8 @@ package gate
 
 import (
 	"fmt"
-	"math"
+	"sort"
+	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/stats"
@@ -10,8 +11,8 @@ import (
 
 // Samples returns the per-step values of metric m in each run, ranks
 // combined: what Compare judges the metric on. gpugate-result.json carries
-// them so that a job that did not run the comparison (the fork flow's
-// comment job) can judge it again with Rejudge.
+// them so that a job that did not run the comparison (the post step, the
+// fork flow's comment job) can judge it again with Rejudge.
 func Samples(runs []Run, m analysis.Metric) [][]float64 {
 	var ws []string
 	return samples(runs, m, &ws)
@@ -20,16 +21,18 @@ func Samples(runs []Run, m analysis.Metric) [][]float64 {
 // Rejudge judges a reported metric again from its samples with
 // stats.Compare, the rule Compare applies, and returns the new result: a
 // report read from an artifact is believed for its numbers only, never
-// for its verdicts. The metric's name, unit and direction are gpugate's
-// own for that name; its allowance, smallest change and gate flag are the
-// reported ones (what the comment shows), checked to be numbers that
-// perf.yaml can give. The reported explanation of a regression (Why) is
-// kept only while the new verdict is a regression. th is the level the
-// run judged at (repeat: auto looks at 2%/max_runs); one above the default
-// 5% is refused. A forged lower level would widen every interval (a
-// regression turned inconclusive): the caller checks that the level is
-// one gpugate judges at (action's rejudgeLevel).
-func Rejudge(old stats.Result, base, cand [][]float64, th stats.Thresholds) (stats.Result, error) {
+// for its verdicts, nor for how it was to be judged. Everything the rule
+// takes besides the samples comes from opt, which the caller builds from
+// the trusted perf.yaml as Compare's caller does: the allowance, the
+// smallest change and whether the metric gates (perf.yaml's allowances,
+// memory_min_change and gate:, else the defaults), and the level
+// (opt.Thresholds; repeat: auto looks at 2%/max_runs). The artifact's
+// allowance_pct, min_abs, gate flag and α are ignored: a forged gate=false
+// or allowance of 5000% would turn a regression into a pass. The reported
+// explanation of a regression (Why) is kept only while the new verdict is
+// a regression. A level above the default 5% is refused.
+func Rejudge(old stats.Result, base, cand [][]float64, opt Options) (stats.Result, error) {
+	th := opt.Thresholds
 	if th.Alpha == 0 {
 		th.Alpha = stats.DefaultThresholds.Alpha
 	}
@@ -41,14 +44,62 @@ func Rejudge(old stats.Result, base, cand [][]float64, th stats.Thresholds) (sta
 	if !ok || m.Name != old.Name {
 		return old, fmt.Errorf("metric %q is not one gpugate computes", old.Name)
 	}
-	allow, minAbs := old.AllowancePct/100, old.MinAbs
-	if !(allow >= 0 && allow <= 100) || !(minAbs >= 0) || math.IsInf(minAbs, 0) {
-		return old, fmt.Errorf("metric %s: allowance %v%% and smallest change %v are not ones perf.yaml gives", old.Name, old.AllowancePct, old.MinAbs)
+	allow, minAbs := DefaultAllowance(m)
+	if a, ok := opt.Allowances[m.Name]; ok {
+		allow = a
 	}
-	r := stats.Compare(stats.Spec{Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: old.Gate},
+	if a, ok := opt.MinAbs[m.Name]; ok {
+		minAbs = a
+	}
+	r := stats.Compare(stats.Spec{Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: Gates(opt)[m.Name]},
 		base, cand, th)
 	if r.Verdict == stats.Regression {
 		r.Why = old.Why
 	}
 	return r, nil
+}
+
+// CheckMetricList refuses a list of compared metrics (the names a result
+// carries samples of) that no comparison by Compare yields, so that a
+// result cannot escape a gate metric by leaving it out. Compare compares
+// every metric that both sides measured: the host metrics (step_time,
+// data_wait, sync_calls, sync_time) always, the GPU metrics all together
+// or none (a profile without GPU activity has none of them), the memory
+// metrics (analysis.Metric.Optional) where measured. It returns the
+// memory metrics that gate under opt but are absent, which the caller
+// states; an empty list (no baseline) is the caller's to judge.
+func CheckMetricList(names []string, opt Options) (absentGates []string, err error) {
+	have := map[string]bool{}
+	for _, n := range names {
+		m, ok := analysis.MetricByName(n)
+		if !ok || m.Name != n {
+			return nil, fmt.Errorf("metric %q is not one gpugate computes", n)
+		}
+		have[n] = true
+	}
+	var missing, gpuHave, gpuMissing []string
+	for _, m := range analysis.Metrics {
+		switch {
+		case m.Optional():
+			if !have[m.Name] && Gates(opt)[m.Name] {
+				absentGates = append(absentGates, m.Name)
+			}
+		case m.GPU:
+			if have[m.Name] {
+				gpuHave = append(gpuHave, m.Name)
+			} else {
+				gpuMissing = append(gpuMissing, m.Name)
+			}
+		case !have[m.Name]:
+			missing = append(missing, m.Name)
+		}
+	}
+	if len(gpuHave) > 0 && len(gpuMissing) > 0 {
+		missing = append(missing, gpuMissing...)
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("the result lacks metric(s) %s, which every comparison of such runs has", strings.Join(missing, ", "))
+	}
+	return absentGates, nil
 }
