@@ -19,8 +19,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
@@ -243,15 +245,22 @@ func preparePhase(ctx context.Context, gha *IO, getenv func(string) string, in i
 	}
 	db := store(getenv, in, c, w)
 	_, art := Folders(getenv, w.Name)
-	// The store's URL travels to the later steps as a step output; a
-	// password in it is masked in every log line that would show it.
-	if u, err := url.Parse(db); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			gha.Mask(pw)
-			gha.Mask(db)
-		}
+	maskStore(gha, db)
+	// The store travels to the later steps in a file, never in a step's
+	// environment or an output: a step's environment is readable in
+	// /proc/PID/environ by every process of the user while the step runs
+	// (the job's included), and outputs reach the workflow's logs and
+	// expressions. The steps pass the file's path to gpugate with
+	// -db-file, which gpugate reads before the job starts and covers in
+	// the job's mount namespace. The output db is the store with its
+	// password masked (baseline.Mask).
+	file, err := writeStoreFile(getenv, db)
+	if err != nil {
+		return fmt.Errorf("write the store's file: %w", err)
 	}
-	gha.SetOutput("db", db)
+	gha.SetOutput("db", baseline.Mask(db))
+	gha.SetOutput("db-file", file)
+	gha.SetOutput("db-dir", filepath.Dir(file))
 	gha.SetOutput("artifact-name", "gpugate-"+Slug(w.Name))
 	gha.SetOutput("artifacts-path", art)
 	if !in.cache || isPostgres(db) {
@@ -272,6 +281,47 @@ func preparePhase(ctx context.Context, gha *IO, getenv func(string) string, in i
 	gha.SetOutput("cache-key", CacheKey(w.Name, fp, getenv("GITHUB_RUN_ID"), getenv("GITHUB_RUN_ATTEMPT")))
 	gha.SetOutput("cache-restore-key", CacheKeyPrefix(w.Name, fp))
 	return nil
+}
+
+// maskStore masks the password of a store's URL, and the URL, in every
+// log line that would show them.
+func maskStore(gha *IO, db string) {
+	if u, err := url.Parse(db); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			gha.Mask(pw)
+			gha.Mask(db)
+		}
+	} else if masked := baseline.Mask(db); masked != db {
+		gha.Mask(db)
+	}
+}
+
+// writeStoreFile writes the store (a path or a URL with its password) to a
+// new file only this user can read, in a new folder of its own (mode
+// 0700) under RUNNER_TEMP, which the runner empties after the job, and
+// returns its path.
+func writeStoreFile(getenv func(string) string, db string) (string, error) {
+	tmp := getenv("RUNNER_TEMP")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(tmp, "gpugate-store-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "db")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(db + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
 }
 
 // runPhase profiles and compares, writes the evidence and the result, and
@@ -296,6 +346,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	os.RemoveAll(runs)
 	os.RemoveAll(art)
 	db := store(getenv, in, c, w)
+	maskStore(gha, db)
 	if !isPostgres(db) {
 		os.MkdirAll(filepath.Dir(db), 0o755)
 	}

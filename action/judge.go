@@ -113,8 +113,8 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 	if s := rep.Sampling; s != nil && s.Unit == stats.UnitRun {
 		s.MaxRuns, s.LookAlpha = maxRuns, rep.Alpha
 	}
-	for _, name := range absent {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s gates (perf.yaml) but was not compared: the result carries no samples of it", name))
+	if len(absent) > 0 {
+		rep.Warnings = append(rep.Warnings, gate.AbsentGateWarnings(rep, gate.Gates(opt))...)
 	}
 	rederive(rep)
 	return nil

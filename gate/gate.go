@@ -101,6 +101,23 @@ func Gates(opt Options) map[string]bool {
 	return g
 }
 
+// AbsentGateWarnings are the warnings for the memory metrics
+// (analysis.Metric.Optional) that gate but that rep does not compare and
+// whose absence no warning of rep states yet: measured on neither side. A
+// gate metric is never left out silently, so that a result whose memory
+// regression was deleted (the fork flow's artifact) at least says so.
+func AbsentGateWarnings(rep *Report, gates map[string]bool) []string {
+	var ws []string
+	for _, m := range analysis.Metrics {
+		if !m.Optional() || !gates[m.Name] || slices.ContainsFunc(rep.Metrics, func(r stats.Result) bool { return r.Name == m.Name }) ||
+			slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, m.Name+": ") }) {
+			continue
+		}
+		ws = append(ws, fmt.Sprintf("%s: gates but was measured on neither side (no allocator events or memory samples): not compared", m.Name))
+	}
+	return ws
+}
+
 // Report is the comparison. Its JSON form is documented in docs/json.md.
 type Report struct {
 	Verdict   stats.Verdict `json:"verdict"`
@@ -334,6 +351,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 			Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
 		}, bs, cs, opt.Thresholds))
 	}
+	rep.Warnings = append(rep.Warnings, AbsentGateWarnings(rep, gates)...)
 	rep.Verdict = stats.Overall(rep.Metrics)
 	rep.SampleUnit, rep.Noise = noise(rep, opt.Thresholds)
 	rep.Decomposition = decompose(base, cand)

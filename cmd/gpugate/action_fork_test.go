@@ -52,7 +52,8 @@ func TestActionCommentModeForged(t *testing.T) {
 		os.WriteFile(sum, nil, 0o644)
 		env := actionEnv{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": sum, "GITHUB_EVENT_NAME": "workflow_run", "GITHUB_EVENT_PATH": event,
 			"GITHUB_API_URL": f.gh.URL, "GITHUB_REPOSITORY": "acme/train", "GITHUB_SERVER_URL": "https://github.example",
-			"GPUGATE_MODE": "comment", "GPUGATE_RESULT": res, "GPUGATE_GITHUB_TOKEN": "token-abcdefghijkl"}
+			"GPUGATE_MODE": "comment", "GPUGATE_RESULT": res, "GPUGATE_GITHUB_TOKEN": "token-abcdefghijkl",
+			"GPUGATE_CONFIG": f.regressCfg}
 		err, stdout, _ := runEnv(env)
 		s, _ := os.ReadFile(sum)
 		return err, stdout, string(s)

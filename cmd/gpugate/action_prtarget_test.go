@@ -81,7 +81,8 @@ func TestForkSafeCommentOnPullRequestTarget(t *testing.T) {
 		os.WriteFile(sum, nil, 0o644)
 		env := actionEnv{"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": sum, "GITHUB_EVENT_NAME": "workflow_run", "GITHUB_EVENT_PATH": event,
 			"GITHUB_API_URL": f.gh.URL, "GITHUB_REPOSITORY": "acme/train", "GITHUB_SERVER_URL": "https://github.example",
-			"GPUGATE_MODE": "comment", "GPUGATE_RESULT": res, "GPUGATE_GITHUB_TOKEN": "token-abcdefghijkl"}
+			"GPUGATE_MODE": "comment", "GPUGATE_RESULT": res, "GPUGATE_GITHUB_TOKEN": "token-abcdefghijkl",
+			"GPUGATE_CONFIG": f.regressCfg}
 		if prInfo != "" {
 			p := filepath.Join(dir, "gpugate-pr.json")
 			os.WriteFile(p, []byte(prInfo), 0o644)

@@ -346,3 +346,72 @@ func stepTimeDelta(t *testing.T, md string) string {
 	t.Fatalf("no step_time row in:\n%s", md)
 	return ""
 }
+
+// The prepare step writes the store (here a URL with a password) to a
+// file only this user can read, in a folder of its own, and its outputs
+// hold the path and the masked URL, never the password; the run step
+// reads the store from that file (gpugate action -db-file FILE).
+func TestActionStoreFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "perf.yaml")
+	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: train\n    command: 'true'\n    profiler: torch\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	os.WriteFile(out, nil, 0o644)
+	tmp := filepath.Join(dir, "tmp")
+	const url = "postgres://gpugate_reader:s3cr3t-pw-XYZ@db.example:5432/perf"
+	var stdout, stderr bytes.Buffer
+	t.Setenv("GITHUB_ACTIONS", "true")
+	t.Setenv("GITHUB_OUTPUT", out)
+	t.Setenv("RUNNER_TEMP", tmp)
+	t.Setenv("GPUGATE_CONFIG", cfg)
+	t.Setenv("GPUGATE_PHASE", "prepare")
+	t.Setenv("GPUGATE_BASELINE_DB", url)
+	if code := gpugate(context.Background(), []string{"action"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("prepare: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	outs, _ := os.ReadFile(out)
+	if strings.Contains(string(outs), "s3cr3t") || strings.Contains(stdout.String(), "s3cr3t") && !strings.Contains(stdout.String(), "::add-mask::") {
+		t.Errorf("the password is in an output or the log:\n%s\n%s", outs, stdout.String())
+	}
+	file := ""
+	lines := strings.Split(string(outs), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "db-file<<") && i+1 < len(lines) {
+			file = lines[i+1]
+		}
+	}
+	if file == "" || !strings.HasPrefix(file, tmp) {
+		t.Fatalf("no db-file output under RUNNER_TEMP:\n%s", outs)
+	}
+	if !strings.Contains(string(outs), "postgres://gpugate_reader:***@db.example:5432/perf") {
+		t.Errorf("output db is not the masked URL:\n%s", outs)
+	}
+	fi, err := os.Lstat(file)
+	if err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("store file %s: %v %v, want a regular file of mode 0600", file, fi.Mode(), err)
+	}
+	if di, err := os.Lstat(filepath.Dir(file)); err != nil || di.Mode() != os.ModeDir|0o700 {
+		t.Errorf("its folder: %v %v, want mode 0700", di.Mode(), err)
+	}
+	if b, _ := os.ReadFile(file); strings.TrimSpace(string(b)) != url {
+		t.Errorf("store file holds %q, want the URL", b)
+	}
+	// A later step: the store comes from -db-file, not from the
+	// environment (prepare again, which names the store it resolved).
+	db := filepath.Join(dir, "store.db")
+	os.WriteFile(file, []byte(db+"\n"), 0o600)
+	os.WriteFile(out, nil, 0o644)
+	t.Setenv("GPUGATE_BASELINE_DB", "")
+	stdout.Reset()
+	stderr.Reset()
+	if code := gpugate(context.Background(), []string{"action", "-db-file", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("prepare with -db-file: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if outs, _ := os.ReadFile(out); !strings.Contains(string(outs), "\n"+db+"\n") {
+		t.Errorf("with -db-file naming %s the store is not that one:\n%s", db, outs)
+	}
+	// A URL with a password on the command line is refused.
+	if code := gpugate(context.Background(), []string{"action", "-db", url}, &stdout, &stderr); code != 2 {
+		t.Errorf("-db with a password: exit %d, want 2", code)
+	}
+}
