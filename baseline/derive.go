@@ -60,10 +60,48 @@ func SampleName(metric, unit string) (string, float64) {
 	return metric, 1
 }
 
+// stepDoc is what derive reads of a step: typed, so that a run of 100,000
+// steps decodes into fixed fields rather than a map per step. Absent and
+// null numbers stay nil and are not stored (GPU metrics without a GPU).
+type stepDoc struct {
+	StepTime       *float64 `json:"step_time_ns"`
+	Kernels        *float64 `json:"kernels"`
+	GPUBusy        *float64 `json:"gpu_busy_ns"`
+	GPUUtil        *float64 `json:"gpu_util"`
+	GPUIdle        *float64 `json:"gpu_idle_ns"`
+	CPUWait        *float64 `json:"cpu_wait_ns"`
+	DataWait       *float64 `json:"data_wait_ns"`
+	SyncCalls      *float64 `json:"sync_calls"`
+	SyncTime       *float64 `json:"sync_time_ns"`
+	CommTime       *float64 `json:"comm_time_ns"`
+	ExposedComm    *float64 `json:"exposed_comm_ns"`
+	ExposedCopy    *float64 `json:"exposed_copy_ns"`
+	LaunchOverhead *float64 `json:"launch_overhead_ns"`
+	ShortKernels   *float64 `json:"short_kernels"`
+	Memory         *struct {
+		Peak     *float64 `json:"peak_memory_bytes"`
+		Reserved *float64 `json:"peak_reserved_bytes"`
+		Growth   *float64 `json:"alloc_growth_bytes"`
+		RSS      *float64 `json:"rss_bytes"`
+	} `json:"memory"`
+	Memcpy map[string]*struct {
+		Count    *float64 `json:"count"`
+		Bytes    *float64 `json:"bytes"`
+		TimeNS   *float64 `json:"time_ns"`
+		Pageable *float64 `json:"pageable"`
+	} `json:"memcpy"`
+}
+
+// values are the step's numbers in stepMetrics' order.
+func (st *stepDoc) values() [14]*float64 {
+	return [...]*float64{st.StepTime, st.Kernels, st.GPUBusy, st.GPUUtil, st.GPUIdle, st.CPUWait, st.DataWait,
+		st.SyncCalls, st.SyncTime, st.CommTime, st.ExposedComm, st.ExposedCopy, st.LaunchOverhead, st.ShortKernels}
+}
+
 func derive(analysis []byte) (derived, error) {
 	var doc struct {
 		Profiles []struct {
-			Steps       []map[string]any `json:"steps"`
+			Steps       []stepDoc `json:"steps"`
 			KernelStats []struct {
 				Name  string `json:"name"`
 				Count int64  `json:"count"`
@@ -83,43 +121,40 @@ func derive(analysis []byte) (derived, error) {
 	}
 	for rank, p := range doc.Profiles {
 		for step, st := range p.Steps {
-			add := func(m string, v float64) {
+			add := func(m string, v *float64) {
+				if v == nil {
+					return
+				}
 				d.samples = append(d.samples, struct {
 					rank, step int
 					metric     string
 					value      float64
-				}{rank, step, m, v})
+				}{rank, step, m, *v})
 			}
-			for _, m := range stepMetrics {
-				if v, ok := st[m].(float64); ok { // null (absent) GPU metrics are skipped
-					add(m, v)
+			for i, v := range st.values() {
+				add(stepMetrics[i], v)
+			}
+			if mem := st.Memory; mem != nil { // null: memory not measured
+				for i, v := range []*float64{mem.Peak, mem.Reserved, mem.Growth, mem.RSS} {
+					add(memoryFields[i], v)
 				}
 			}
-			if mem, ok := st["memory"].(map[string]any); ok { // null: memory not measured
-				for _, k := range memoryFields {
-					if v, ok := mem[k].(float64); ok {
-						add(k, v)
-					}
-				}
-			}
-			if cp, ok := st["memcpy"].(map[string]any); ok {
+			if st.Memcpy != nil {
 				pageable, seen := 0.0, false
 				for _, dir := range []string{"h2d", "d2h", "d2d"} {
-					c, ok := cp[dir].(map[string]any)
-					if !ok {
+					c := st.Memcpy[dir]
+					if c == nil {
 						continue
 					}
-					for _, f := range []struct{ key, name string }{{"count", "count"}, {"bytes", "bytes"}, {"time_ns", "time_ns"}} {
-						if v, ok := c[f.key].(float64); ok {
-							add("memcpy_"+dir+"_"+f.name, v)
-						}
-					}
-					if v, ok := c["pageable"].(float64); ok {
-						pageable, seen = pageable+v, true
+					add("memcpy_"+dir+"_count", c.Count)
+					add("memcpy_"+dir+"_bytes", c.Bytes)
+					add("memcpy_"+dir+"_time_ns", c.TimeNS)
+					if c.Pageable != nil {
+						pageable, seen = pageable+*c.Pageable, true
 					}
 				}
 				if seen {
-					add("memcpy_pageable", pageable)
+					add("memcpy_pageable", &pageable)
 				}
 			}
 		}

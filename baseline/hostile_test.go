@@ -42,7 +42,11 @@ func hostileExports(t *testing.T) []struct {
 		{"step_time_ns 1e308", stepTime("1e308"), false},
 		{"step_time_ns 2^63", stepTime("9223372036854775808"), false},
 		{"step_time_ns 1.5", stepTime("1.5"), false},
-		{"step_time_ns 9.2e18", stepTime("9.2e18"), true},
+		// Issue 26: every time is not negative and within its bound.
+		{"step_time_ns 9.2e18", stepTime("9.2e18"), false},
+		{"step_time_ns -1", stepTime("-1"), false},
+		{"step_time_ns 2^63-1", stepTime("9223372036854775807"), false},
+		{"step_time_ns 10^14", stepTime("100000000000000"), true},
 		{"ncu rank 2^40", exportRun(t, "1", d, "", `[{"rank": 1099511627776, "kernel": "k", "function_name": "k", "ncu_version": "", "launch": {"id": 0}}]`), false},
 		{"ncu rank 2^31", exportRun(t, "1", d, "", `[{"rank": 2147483648, "kernel": "k", "function_name": "k", "ncu_version": "", "launch": {"id": 0}}]`), false},
 		{"ncu rank 10", exportRun(t, "1", d, "", `[{"rank": 10, "kernel": "k", "function_name": "k", "ncu_version": "", "launch": {"id": 0}}]`), true},

@@ -160,10 +160,15 @@ func (x *ExportedRun) validate(now time.Time) error {
 	for _, doc := range []struct {
 		what string
 		b    []byte
-	}{{"analysis", x.Analysis}, {"fingerprint", x.Fingerprint}, {"conditions", x.Conditions}} {
+	}{{"fingerprint", x.Fingerprint}, {"conditions", x.Conditions}} {
+		// The analysis, the large one, was checked token by token
+		// (indexExport), as every number of the run was.
 		if err := checkNumbers(doc.what, doc.b); err != nil {
 			return err
 		}
+	}
+	if err := checkMedianStep(x.Analysis); err != nil {
+		return err
 	}
 	d, err := derive(x.Analysis)
 	if err != nil {
@@ -174,68 +179,6 @@ func (x *ExportedRun) validate(now time.Time) error {
 	}
 	_, err = importedNCU(x.NCU)
 	return err
-}
-
-// Import adds the runs of an export in one transaction, all or nothing:
-// every run is checked first (see ExportedRun), and one bad run adds none.
-// An export's ids are never written: the store assigns each run a fresh
-// id, in the order of the export's ids (so an export of a store without
-// gaps, imported into an empty one, keeps its ids), and a run's ncu
-// kernels follow it to that id. A forged id (2^63-1) therefore cannot
-// exhaust PostgreSQL's identity sequence. A run identical to one already
-// stored (same workload, commit, time, kind, fingerprint and analysis) is
-// skipped. It returns how many runs were added.
-func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
-	if e.Format != 1 {
-		return 0, fmt.Errorf("import into %s: unknown export format %d", s.name, e.Format)
-	}
-	if s.readOnly {
-		return 0, s.wrap("import into", errReadOnly)
-	}
-	now := time.Now()
-	for i := range e.Runs {
-		if err := e.Runs[i].validate(now); err != nil {
-			return 0, fmt.Errorf("import into %s: run %d (#%d in the file): %v; nothing imported", s.name, e.Runs[i].ID, i+1, err)
-		}
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, s.wrap("import into", err)
-	}
-	defer tx.Rollback()
-	order := make([]int, len(e.Runs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return e.Runs[order[a]].ID < e.Runs[order[b]].ID })
-	added := 0
-	for _, i := range order {
-		x := e.Runs[i]
-		var n int
-		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`),
-			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(compact(x.Analysis))).Scan(&n); err != nil {
-			return 0, s.wrap("import into", err)
-		}
-		if n > 0 {
-			continue
-		}
-		r := Run{Workload: x.Workload, Branch: x.Branch, Commit: x.Commit, Created: time.Unix(x.Created, 0), Kind: x.Kind, Profiler: x.Profiler,
-			FingerprintHash: x.FingerprintHash, Fingerprint: x.Fingerprint, Version: x.Version, Analysis: x.Analysis, Conditions: x.Conditions}
-		d, _ := derive(r.Analysis) // validated
-		id, err := s.insert(ctx, tx, r, d)
-		if err != nil {
-			return 0, s.wrap("import into", fmt.Errorf("run %d: %w; nothing imported", x.ID, err))
-		}
-		ks, _ := importedNCU(x.NCU) // validated
-		if err := s.insertNCU(ctx, tx, id, ks); err != nil {
-			return 0, s.wrap("import into", fmt.Errorf("run %d: ncu_kernels: %w; nothing imported", x.ID, err))
-		}
-		added++
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, s.wrap("import into", err)
-	}
-	return added, nil
 }
 
 // Prune keeps the newest keep runs of each (workload, fingerprint, kind)

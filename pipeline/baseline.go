@@ -170,16 +170,37 @@ func readStored(s baseline.Run) (*report.Analysis, *gate.Conditions, error) {
 }
 
 // CheckExport refuses an export (gpugate baseline import) holding a run
-// that the gate could not read back: the store checks each number's
-// range, and this checks the documents against the types that read them.
+// that CheckRun refuses.
 func CheckExport(e *baseline.Export) error {
-	for i, x := range e.Runs {
-		r := baseline.Run{Analysis: x.Analysis, Conditions: x.Conditions}
-		if _, _, err := readStored(r); err != nil {
-			return fmt.Errorf("check export: run %d (#%d in the file): %v; nothing imported", x.ID, i+1, err)
+	for i := range e.Runs {
+		if err := CheckRun(&e.Runs[i]); err != nil {
+			return fmt.Errorf("check export: run %d (#%d in the file): %v; nothing imported", e.Runs[i].ID, i+1, err)
 		}
 	}
 	return nil
+}
+
+// CheckRun refuses a run of an export (gpugate baseline import,
+// baseline.Store.ImportFrom's check) that the gate could not read back or
+// that no gpugate run records: the store checks each number's range and
+// the documents' shape, and this checks them against the types that read
+// them (an integer field holds an integer: cpus 1.5 is refused) and the
+// workload's name against perf.yaml's rule (config.CheckName: it names
+// folders, outputs and the PR comment's marker).
+func CheckRun(x *baseline.ExportedRun) error {
+	if err := config.CheckName(x.Workload); err != nil {
+		return err
+	}
+	var fp runner.Fingerprint
+	if err := json.Unmarshal(x.Fingerprint, &fp); err != nil {
+		return fmt.Errorf("fingerprint: %v", err)
+	}
+	if fp.GPUCount < 0 || fp.CPUs < 0 {
+		return fmt.Errorf("fingerprint: %d GPUs and %d CPUs are not counts", fp.GPUCount, fp.CPUs)
+	}
+	r := baseline.Run{Analysis: x.Analysis, Conditions: x.Conditions}
+	_, _, err := readStored(r)
+	return err
 }
 
 // isAncestor asks git whether commit is base or one of its ancestors: 1

@@ -349,11 +349,16 @@ var baselineImportCmd = &command{
 	short: "add the runs of an export to the store",
 	long: `
 Baseline import adds the runs of a gpugate baseline export (FILE, or - for
-stdin), skipping runs already present. Every run is checked first — names
-are UTF-8 text, the kind is baseline or candidate, the time is not in the
-future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
+stdin), skipping runs already present. Every run is checked — names are
+UTF-8 text, the workload's a name perf.yaml takes (letters, digits, '.', '_'
+and '-'), the kind is baseline or candidate, the time is not in the future
+(10 minutes of clock skew allowed), the analysis is a gpugate analyze
 document with at least one profile that the gate can read back, every
-number fits the type that holds it — and one bad run imports nothing. The
+number fits the type that holds it (an integer where one is meant), every
+time ("*_ns") is not negative and within its bound, no object has a key
+twice, sizes are within the caps of docs/baseline.md (64 MiB and 100,000
+steps per profile in a run, 10,000 boxes in its median step) — and one bad
+run imports nothing. The import holds one run in memory at a time. The
 export's ids are labels: the store gives each run a fresh id.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
@@ -361,20 +366,16 @@ export's ids are labels: the store gives each run a fresh id.`,
 			if len(args) != 1 {
 				return usagef("want one export file")
 			}
-			var in io.Reader = os.Stdin
-			if args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
+			// The export is read twice, from a file (stdin is copied to a
+			// temporary one first): an index of where its runs lie, then
+			// one run at a time (baseline.Store.ImportFrom).
+			f, err := importFile(args[0])
+			if err != nil {
+				return err
 			}
-			var e baseline.Export
-			if err := json.NewDecoder(in).Decode(&e); err != nil {
-				return fmt.Errorf("read %s: not a gpugate baseline export: %v", args[0], err)
-			}
-			if err := pipeline.CheckExport(&e); err != nil {
+			defer f.Close()
+			fi, err := f.Stat()
+			if err != nil {
 				return err
 			}
 			store, err := openStore(ctx, *db, "", false)
@@ -382,14 +383,32 @@ export's ids are labels: the store gives each run a fresh id.`,
 				return err
 			}
 			defer store.Close()
-			n, err := store.Import(ctx, &e)
+			n, total, err := store.ImportFrom(ctx, f, fi.Size(), pipeline.CheckRun)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, len(e.Runs), escape.Terminal(store.Name()))
+			fmt.Fprintf(stdout, "imported %d of %d run(s) into %s\n", n, total, escape.Terminal(store.Name()))
 			return nil
 		}
 	},
+}
+
+// importFile opens an export to import: the file, or for "-" a temporary
+// copy of stdin (removed once opened), which the import reads twice.
+func importFile(name string) (*os.File, error) {
+	if name != "-" {
+		return os.Open(name)
+	}
+	f, err := os.CreateTemp("", "gpugate-import-")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	if _, err := io.Copy(f, os.Stdin); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read the export from stdin: %w", err)
+	}
+	return f, nil
 }
 
 var baselinePruneCmd = &command{
