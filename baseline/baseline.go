@@ -301,22 +301,41 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, r Run, d derived) (int64
 }
 
 func (s *Store) insertDerived(ctx context.Context, tx *sql.Tx, runID int64, d derived) error {
-	for _, x := range d.samples {
-		if _, err := s.exec(ctx, tx, `INSERT INTO samples VALUES (?, ?, ?, ?, ?)`, runID, x.rank, x.metric, x.step, x.value); err != nil {
+	// One prepared statement per table: a run of 100,000 steps has a
+	// million samples, and preparing each INSERT anew cost most of an
+	// import's time.
+	insert := func(q string, n int, args func(i int) []any) error {
+		if n == 0 {
+			return nil
+		}
+		st, err := tx.PrepareContext(ctx, s.d.rebind(q))
+		if err != nil {
 			return err
 		}
-	}
-	for _, k := range d.kernels {
-		if _, err := s.exec(ctx, tx, `INSERT INTO kernels VALUES (?, ?, ?, ?, ?)`, runID, k.rank, k.name, k.count, k.time); err != nil {
-			return err
+		defer st.Close()
+		for i := range n {
+			if _, err := st.ExecContext(ctx, args(i)...); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	for _, f := range d.findings {
-		if _, err := s.exec(ctx, tx, `INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)`, runID, f.rank, f.id, f.severity, f.summary, f.share); err != nil {
-			return err
-		}
+	if err := insert(`INSERT INTO samples VALUES (?, ?, ?, ?, ?)`, len(d.samples), func(i int) []any {
+		x := d.samples[i]
+		return []any{runID, x.rank, x.metric, x.step, x.value}
+	}); err != nil {
+		return err
 	}
-	return nil
+	if err := insert(`INSERT INTO kernels VALUES (?, ?, ?, ?, ?)`, len(d.kernels), func(i int) []any {
+		k := d.kernels[i]
+		return []any{runID, k.rank, k.name, k.count, k.time}
+	}); err != nil {
+		return err
+	}
+	return insert(`INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?)`, len(d.findings), func(i int) []any {
+		f := d.findings[i]
+		return []any{runID, f.rank, f.id, f.severity, f.summary, f.share}
+	})
 }
 
 // Baselines returns the newest k baseline runs of workload on branch whose

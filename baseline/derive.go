@@ -10,6 +10,7 @@ import (
 // only the few fields it needs from the document (gpugate analyze JSON, see
 // docs/json.md), so it depends on no other gpugate package.
 type derived struct {
+	profiles int // in the document
 	samples []struct {
 		rank, step int
 		metric     string
@@ -119,6 +120,7 @@ func derive(analysis []byte) (derived, error) {
 	if err := json.Unmarshal(analysis, &doc); err != nil {
 		return d, fmt.Errorf("run analysis is not gpugate analyze JSON: %w", err)
 	}
+	d.profiles = len(doc.Profiles)
 	for rank, p := range doc.Profiles {
 		for step, st := range p.Steps {
 			add := func(m string, v *float64) {

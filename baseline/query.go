@@ -114,48 +114,43 @@ func (s *Store) Export(ctx context.Context) (*Export, error) {
 const clockSkew = 10 * time.Minute
 
 // validate checks an exported run before anything is written: every field
-// that the store and the reports rely on.
-func (x *ExportedRun) validate(now time.Time) error {
+// that the store and the reports rely on. It returns the rows the run's
+// analysis yields (derive), which are what is written.
+func (x *ExportedRun) validate(now time.Time) (derived, error) {
 	for _, f := range []struct{ name, v string }{{"workload", x.Workload}, {"branch", x.Branch}, {"commit", x.Commit},
 		{"profiler", x.Profiler}, {"fingerprint_hash", x.FingerprintHash}, {"gpugate_version", x.Version}} {
 		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
-			return fmt.Errorf("%s is not valid UTF-8 text", f.name)
+			return derived{}, fmt.Errorf("%s is not valid UTF-8 text", f.name)
 		}
 	}
 	switch {
 	case x.ID < 0 || x.ID > maxExportID:
-		return fmt.Errorf("id %d is not an export's id (0 to 2^53)", x.ID)
+		return derived{}, fmt.Errorf("id %d is not an export's id (0 to 2^53)", x.ID)
 	case x.Workload == "":
-		return errors.New("workload is empty")
+		return derived{}, errors.New("workload is empty")
 	case x.Branch == "":
-		return errors.New("branch is empty")
+		return derived{}, errors.New("branch is empty")
 	case x.Kind != "baseline" && x.Kind != "candidate":
-		return fmt.Errorf("kind %q is not baseline or candidate", x.Kind)
+		return derived{}, fmt.Errorf("kind %q is not baseline or candidate", x.Kind)
 	case x.FingerprintHash == "":
-		return errors.New("fingerprint_hash is empty")
+		return derived{}, errors.New("fingerprint_hash is empty")
 	case x.Created <= 0:
-		return fmt.Errorf("created_at %d is not a time", x.Created)
+		return derived{}, fmt.Errorf("created_at %d is not a time", x.Created)
 	case time.Unix(x.Created, 0).After(now.Add(clockSkew)):
-		return fmt.Errorf("created_at %s is in the future", time.Unix(x.Created, 0).UTC().Format(time.RFC3339))
+		return derived{}, fmt.Errorf("created_at %s is in the future", time.Unix(x.Created, 0).UTC().Format(time.RFC3339))
 	}
 	var fp map[string]any
 	if err := json.Unmarshal(x.Fingerprint, &fp); err != nil || fp == nil {
-		return errors.New("fingerprint is not a JSON object")
+		return derived{}, errors.New("fingerprint is not a JSON object")
 	}
 	if len(x.Conditions) > 0 {
 		var c map[string]any
 		if err := json.Unmarshal(x.Conditions, &c); err != nil || c == nil || !utf8.Valid(x.Conditions) {
-			return errors.New("conditions is not a JSON object")
+			return derived{}, errors.New("conditions is not a JSON object")
 		}
 	}
 	if !utf8.Valid(x.Fingerprint) || !utf8.Valid(x.Analysis) {
-		return errors.New("fingerprint or analysis is not valid UTF-8")
-	}
-	var doc struct {
-		Profiles []json.RawMessage `json:"profiles"`
-	}
-	if err := json.Unmarshal(x.Analysis, &doc); err != nil || len(doc.Profiles) == 0 {
-		return errors.New("analysis is not a gpugate analyze document with at least one profile")
+		return derived{}, errors.New("fingerprint or analysis is not valid UTF-8")
 	}
 	for _, doc := range []struct {
 		what string
@@ -164,21 +159,21 @@ func (x *ExportedRun) validate(now time.Time) error {
 		// The analysis, the large one, was checked token by token
 		// (indexExport), as every number of the run was.
 		if err := checkNumbers(doc.what, doc.b); err != nil {
-			return err
+			return derived{}, err
 		}
 	}
-	if err := checkMedianStep(x.Analysis); err != nil {
-		return err
-	}
 	d, err := derive(x.Analysis)
-	if err != nil {
-		return err
+	if err != nil || d.profiles == 0 {
+		return derived{}, errors.New("analysis is not a gpugate analyze document with at least one profile")
+	}
+	if err := checkMedianStep(x.Analysis); err != nil {
+		return derived{}, err
 	}
 	if err := checkDerived(d); err != nil {
-		return err
+		return derived{}, err
 	}
 	_, err = importedNCU(x.NCU)
-	return err
+	return d, err
 }
 
 // Prune keeps the newest keep runs of each (workload, fingerprint, kind)

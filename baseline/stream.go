@@ -339,13 +339,8 @@ func (s *Store) ImportFrom(ctx context.Context, r io.ReaderAt, size int64, check
 		return 0, len(runs), s.wrap("import into", err)
 	}
 	defer tx.Rollback()
-	var buf []byte
 	for _, sp := range runs {
-		if n := int(sp.end - sp.start); cap(buf) < n {
-			buf = make([]byte, n)
-		} else {
-			buf = buf[:n]
-		}
+		buf := make([]byte, sp.end-sp.start)
 		if _, err := r.ReadAt(buf, sp.start); err != nil {
 			return 0, len(runs), fmt.Errorf("import into %s: run #%d: %v; nothing imported", s.name, sp.n, err)
 		}
@@ -360,7 +355,9 @@ func (s *Store) ImportFrom(ctx context.Context, r io.ReaderAt, size int64, check
 		bad := func(err error) (int, int, error) {
 			return 0, len(runs), fmt.Errorf("import into %s: run %d (#%d in the file): %v; nothing imported", s.name, x.ID, sp.n, err)
 		}
-		if err := x.validate(now); err != nil {
+		buf = nil // x holds what it needs; one run in memory at a time
+		d, err := x.validate(now)
+		if err != nil {
 			return bad(err)
 		}
 		if check != nil {
@@ -368,9 +365,10 @@ func (s *Store) ImportFrom(ctx context.Context, r io.ReaderAt, size int64, check
 				return bad(err)
 			}
 		}
+		x.Analysis = compact(x.Analysis) // as stored
 		var n int
 		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`),
-			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(compact(x.Analysis))).Scan(&n); err != nil {
+			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(x.Analysis)).Scan(&n); err != nil {
 			return 0, len(runs), s.wrap("import into", err)
 		}
 		if n > 0 {
@@ -378,7 +376,6 @@ func (s *Store) ImportFrom(ctx context.Context, r io.ReaderAt, size int64, check
 		}
 		run := Run{Workload: x.Workload, Branch: x.Branch, Commit: x.Commit, Created: time.Unix(x.Created, 0), Kind: x.Kind, Profiler: x.Profiler,
 			FingerprintHash: x.FingerprintHash, Fingerprint: x.Fingerprint, Version: x.Version, Analysis: x.Analysis, Conditions: x.Conditions}
-		d, _ := derive(run.Analysis) // validated
 		id, err := s.insert(ctx, tx, run, d)
 		if err != nil {
 			return 0, len(runs), s.wrap("import into", fmt.Errorf("run %d: %w; nothing imported", x.ID, err))
@@ -410,7 +407,7 @@ func (s *Store) Import(ctx context.Context, e *Export) (int, error) {
 	for i := range e.Runs {
 		// Before the export is written as JSON, which would replace
 		// text that is not UTF-8.
-		if err := e.Runs[i].validate(now); err != nil {
+		if _, err := e.Runs[i].validate(now); err != nil {
 			return 0, fmt.Errorf("import into %s: run %d (#%d in the file): %v; nothing imported", s.name, e.Runs[i].ID, i+1, err)
 		}
 	}

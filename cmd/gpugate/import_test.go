@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/internal/fixtures"
 )
@@ -76,5 +80,77 @@ func TestHostileImports(t *testing.T) {
 	}
 	if code, stdout, _ := run("baseline", "list", "-db", fresh); code != 0 || strings.Count(stdout, "resnet") != 1 {
 		t.Errorf("after the refused imports: want the 1 run imported first\n%s", stdout)
+	}
+}
+
+// Issue 26: gpugate baseline import holds one run at a time, not the
+// export. An export of 600 runs (a recorded run under 600 commits) is
+// imported with the heap in use staying below a quarter of the file,
+// where reading the export whole needs more than the file. The heap is
+// sampled with the collector at GOGC=10, so that what is in use follows
+// what is live. No timing is asserted.
+func TestImportMemoryBounded(t *testing.T) {
+	trace := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	dir := t.TempDir()
+	cfg := fakeJobConfig(t, dir, trace)
+	t.Setenv("GPUGATE_BRANCH", "main")
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := gpugate(context.Background(), args, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	db := filepath.Join(dir, "b.db")
+	if code, _, stderr := run("run", "-config", cfg, "-db", db, "-record-baseline", "-out", filepath.Join(dir, "r1")); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	_, export, _ := run("baseline", "export", "-db", db)
+	i, j := strings.Index(export, `"runs":[`)+len(`"runs":[`), strings.LastIndex(export, "]")
+	one := export[i:j]
+	const runs = 600
+	var b strings.Builder
+	b.WriteString(export[:i])
+	for k := range runs {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strings.Replace(one, `"commit":"`, fmt.Sprintf(`"commit":"c%d-`, k), 1))
+	}
+	b.WriteString(export[j:])
+	f := filepath.Join(dir, "big.json")
+	os.WriteFile(f, []byte(b.String()), 0o600)
+	size := b.Len()
+	b.Reset()
+	export, one = "", ""
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapInuse, ms.HeapInuse
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+		}
+	}()
+	code, stdout, stderr := run("baseline", "import", "-db", filepath.Join(dir, "fresh.db"), f)
+	close(done)
+	<-sampled
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("imported %d of %d", runs, runs)) {
+		t.Fatalf("import: exit %d\n%s%s", code, stdout, stderr)
+	}
+	used := peak - base
+	t.Logf("export of %d runs, %.1f MB (a run %.0f kB): heap in use at the peak %.1f MB above the start", runs, float64(size)/1e6, float64(size)/runs/1e3, float64(used)/1e6)
+	if used > uint64(size)/4 {
+		t.Errorf("importing a %.1f MB export of %d runs used %.1f MB of heap at its peak, more than a quarter of the file: not one run at a time", float64(size)/1e6, runs, float64(used)/1e6)
 	}
 }
