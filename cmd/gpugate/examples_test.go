@@ -71,7 +71,9 @@ func TestExampleWorkflows(t *testing.T) {
 			for _, st := range j.Steps {
 				// The baseline is picked at the merge-base (docs/baseline.md):
 				// a pull request's checkout needs the history.
-				if strings.HasPrefix(st.Uses, "actions/checkout@") && !nightly && st.With["fetch-depth"] != "0" {
+				// (The fork-safe comment job checks out no pull request: only
+				// the default branch's perf.yaml, checked below.)
+				if strings.HasPrefix(st.Uses, "actions/checkout@") && !nightly && name != "gpugate-fork-safe-comment.yml" && st.With["fetch-depth"] != "0" {
 					t.Errorf("%s: shallow checkout (fetch-depth %q)", name, st.With["fetch-depth"])
 				}
 				if strings.HasPrefix(st.Uses, "gpugate/gpugate@") && st.With["mode"] != "comment" && st.With["workload"] != "train" {
@@ -93,6 +95,21 @@ func TestExampleWorkflows(t *testing.T) {
 				}
 				if !strings.Contains(s, "pr-info: pr/gpugate-pr.json") || !strings.Contains(s, "name: gpugate-pr") {
 					t.Errorf("%s: does not take the pull request from part 1's gpugate-pr", name)
+				}
+				// Issue 26: the artifact is judged with the trusted
+				// perf.yaml, the default branch's: checked out, never at a
+				// ref the event names.
+				checkout := false
+				for _, st := range j.Steps {
+					if strings.HasPrefix(st.Uses, "actions/checkout@") {
+						checkout = true
+						if st.With["ref"] != "" || st.With["repository"] != "" || st.With["sparse-checkout"] != "perf.yaml" {
+							t.Errorf("%s: checks out %q at %q, want only perf.yaml of the default branch", name, st.With["sparse-checkout"], st.With["ref"])
+						}
+					}
+				}
+				if !checkout {
+					t.Errorf("%s: no checkout of the trusted perf.yaml", name)
 				}
 			case "gpugate-fork-safe-run.yml":
 				if !strings.Contains(j.If, "github.event.label.name == 'gpu-perf'") {
