@@ -11,7 +11,7 @@ import (
 // docs/json.md), so it depends on no other gpugate package.
 type derived struct {
 	profiles int // in the document
-	samples []struct {
+	samples  []struct {
 		rank, step int
 		metric     string
 		value      float64
