@@ -61,9 +61,6 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 		if len(s.Baseline) > 0 {
 			noBase = false
 		}
-		if len(s.Candidate) == 0 {
-			return fmt.Errorf("metric %s has no candidate runs", name)
-		}
 		if maxRuns > 0 && len(s.Candidate) > maxRuns {
 			return fmt.Errorf("metric %s has %d candidate runs, more than max_runs %d of workload %s in %s (repeat: auto)", name, len(s.Candidate), maxRuns, w.Name, c.File)
 		}
@@ -92,8 +89,7 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 		if c.Baseline.OnMissing == "fail" {
 			return fmt.Errorf("the result has no baseline, and %s says baseline.on_missing: fail", c.File)
 		}
-		rep.Verdict = stats.NoBaseline
-		rederive(rep)
+		rederive(rep) // no-baseline (or inconclusive: baseline.lenient's fingerprint mismatch)
 		return nil
 	}
 	for i, m := range rep.Metrics {

@@ -273,6 +273,7 @@ func (s *Store) Record(ctx context.Context, r Run) (int64, error) {
 // round-trips.
 func compact(b []byte) []byte {
 	var buf bytes.Buffer
+	buf.Grow(len(b)) // one allocation: a run's analysis may be 64 MiB
 	if json.Compact(&buf, b) != nil {
 		return b
 	}

@@ -121,6 +121,17 @@ func derive(analysis []byte) (derived, error) {
 		return d, fmt.Errorf("run analysis is not gpugate analyze JSON: %w", err)
 	}
 	d.profiles = len(doc.Profiles)
+	steps := 0
+	for _, p := range doc.Profiles {
+		steps += len(p.Steps)
+	}
+	// At most every step metric, memory field and copy figure per step:
+	// one allocation rather than a doubling slice of a million rows.
+	d.samples = make([]struct {
+		rank, step int
+		metric     string
+		value      float64
+	}, 0, steps*(len(stepMetrics)+len(memoryFields)+10))
 	for rank, p := range doc.Profiles {
 		for step, st := range p.Steps {
 			add := func(m string, v *float64) {

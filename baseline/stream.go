@@ -366,10 +366,19 @@ func (s *Store) ImportFrom(ctx context.Context, r io.ReaderAt, size int64, check
 			}
 		}
 		x.Analysis = compact(x.Analysis) // as stored
+		// A run already stored is skipped. The analysis (up to 64 MiB) is
+		// compared only where a run of the same workload, commit, time,
+		// kind and fingerprint exists.
 		var n int
-		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`),
-			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(x.Analysis)).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ?`),
+			x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash).Scan(&n); err != nil {
 			return 0, len(runs), s.wrap("import into", err)
+		}
+		if n > 0 {
+			if err := tx.QueryRowContext(ctx, s.d.rebind(`SELECT count(*) FROM runs WHERE workload = ? AND commit_sha = ? AND created_at = ? AND kind = ? AND fingerprint_hash = ? AND analysis = ?`),
+				x.Workload, x.Commit, x.Created, x.Kind, x.FingerprintHash, string(x.Analysis)).Scan(&n); err != nil {
+				return 0, len(runs), s.wrap("import into", err)
+			}
 		}
 		if n > 0 {
 			continue

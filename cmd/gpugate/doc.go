@@ -256,11 +256,16 @@ Run 'gpugate help <command>' for details.
 	usage: gpugate baseline import [-db PATH|URL] FILE
 
 	Baseline import adds the runs of a gpugate baseline export (FILE, or - for
-	stdin), skipping runs already present. Every run is checked first — names
-	are UTF-8 text, the kind is baseline or candidate, the time is not in the
-	future (10 minutes of clock skew allowed), the analysis is a gpugate analyze
+	stdin), skipping runs already present. Every run is checked — names are
+	UTF-8 text, the workload's a name perf.yaml takes (letters, digits, '.', '_'
+	and '-'), the kind is baseline or candidate, the time is not in the future
+	(10 minutes of clock skew allowed), the analysis is a gpugate analyze
 	document with at least one profile that the gate can read back, every
-	number fits the type that holds it — and one bad run imports nothing. The
+	number fits the type that holds it (an integer where one is meant), every
+	time ("*_ns") is not negative and within its bound, no object has a key
+	twice, sizes are within the caps of docs/baseline.md (64 MiB and 100,000
+	steps per profile in a run, 10,000 boxes in its median step) — and one bad
+	run imports nothing. The import holds one run in memory at a time. The
 	export's ids are labels: the store gives each run a fresh id.
 
 	Flags:
