@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -62,6 +64,7 @@ type Side struct {
 
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

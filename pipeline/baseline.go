@@ -14,6 +14,7 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
@@ -210,6 +211,7 @@ func isAncestor(ctx context.Context, repo, commit, base string) int {
 		return -1
 	}
 	cmd := exec.CommandContext(ctx, "git", "merge-base", "--is-ancestor", commit, base)
+	cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
 	cmd.Dir = repo
 	err := cmd.Run()
 	var ee *exec.ExitError
@@ -236,6 +238,7 @@ func MergeBase(ctx context.Context, repo, head, base string) (string, error) {
 			continue
 		}
 		cmd := exec.CommandContext(ctx, "git", "merge-base", head, ref)
+		cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
 		cmd.Dir = repo
 		out, err := cmd.Output()
 		if err == nil {

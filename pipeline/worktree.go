@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/runner"
 )
 
@@ -81,6 +82,7 @@ func gitBounded(dir string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
 	cmd.WaitDelay = time.Second
 	return cmd.Run()
 }

@@ -8,12 +8,14 @@ package runner
 // exists for three reasons:
 //
 //   - Isolation. Where the kernel allows it (root, or unprivileged user
-//     namespaces), the init is started in a PID and a mount namespace of its
-//     own and mounts a fresh /proc there, as `unshare --pid --fork
-//     --mount-proc` does: the job then sees no process but its own, and
-//     cannot read the /proc/PID/environ or cmdline of gpugate, the step's
-//     shell or the runner, which hold the workflow's secrets. When the init
-//     (PID 1 there) exits, the kernel kills whatever is left in the
+//     namespaces), the init is PID 1 of a PID, a mount and (unless gpugate
+//     is root) a user namespace of its own, with a fresh /proc and
+//     /dev/shm, and the files that hold credentials (the store's -db-file,
+//     ~/.pgpass, the runner's .credentials) covered by an empty read-only
+//     file: the job then sees no process but its own, cannot read the
+//     /proc/PID/environ or cmdline of gpugate, the step's shell or the
+//     runner, which hold the workflow's secrets, nor those files. When the
+//     init (PID 1 there) exits, the kernel kills whatever is left in the
 //     namespace.
 //   - The job's peak memory. Go starts processes with vfork semantics
 //     (CLONE_VM), and Linux carries the parent's high-water RSS into the
@@ -27,17 +29,44 @@ package runner
 //     (a setsid daemon included) stays below it, is killed when the job's
 //     first process exits, and is reported.
 //
-// Without namespaces the init runs all the same, in the job's process
-// group, and gpugate's own leftover sweep (reap_linux.go) stays as a
-// backstop for an init that was killed.
+// How the namespaces are made, for an ordinary user (issue 26). gpugate is
+// not dumpable (notDumpable), and a child it clones is not either until it
+// execs: its /proc/PID/uid_map belongs to root, and gpugate, not root, could
+// not write it (the clone failed with EACCES, and every ordinary user ran
+// without a namespace). So gpugate starts a spawner (argv[0] spawnArg0) as a
+// plain child, which exec makes dumpable again and which holds nothing
+// secret (the job's denied environment); the spawner clones the init into
+// the new namespaces and writes its uid_map. The init gets CAP_SYS_ADMIN in
+// its user namespace as an ambient capability (it runs as the user's own uid
+// there, not as root), mounts /proc, /dev/shm and the covers, and then
+// re-executes itself with no capability left (capabilities are per thread,
+// and Go's init has several: only an execve drops them from every thread at
+// once). Then it makes itself non-dumpable, so that the job, the same uid
+// without a capability, can neither ptrace it nor open its
+// /proc/1/fd/3, the report channel, and starts the job.
+//
+// Why not bubblewrap (bwrap): it does the same from C, but it is one more
+// program every self-hosted runner would need installed (Debian's
+// bubblewrap; not in GitHub's runner images by default), setuid on some
+// distributions, and gpugate's init must stay the namespace's PID 1 anyway:
+// it reaps, sweeps and measures the job's peak memory. docs/security.md.
+//
+// Without namespaces the init runs all the same, non-dumpable, in the job's
+// process group, in a cgroup v2 folder of its own where gpugate can make one
+// (cgroup.kill ends everything in it), and gpugate's own leftover sweep
+// (reap_linux.go) stays as a backstop for an init that was killed.
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,11 +81,14 @@ import (
 // haveInit: on Linux every job is started through the init.
 const haveInit = true
 
-// initArg0 and probeArg0 are the argv[0] by which a copy of gpugate knows
-// it is a job's init, or the probe that tests whether namespaces work.
+// initArg0, spawnArg0 and readyArg0 are the argv[0] by which a copy of
+// gpugate knows it is a job's init, the spawner that starts the init in
+// its namespaces, or the init re-executed without capabilities after the
+// namespace's set-up.
 const (
 	initArg0  = "gpugate-job-init"
-	probeArg0 = "gpugate-job-probe"
+	spawnArg0 = "gpugate-job-spawn"
+	readyArg0 = "gpugate-job-init-ready"
 )
 
 // isolationEnv set to "none" turns the namespaces off (the job then sees
@@ -70,37 +102,27 @@ func init() {
 	}
 	switch os.Args[0] {
 	case initArg0:
-		os.Exit(jobInit(os.Args[1:]))
-	case probeArg0:
-		os.Exit(probeInit())
+		os.Exit(jobInit(os.Args[1:], false))
+	case readyArg0:
+		os.Exit(jobInit(os.Args[1:], true))
+	case spawnArg0:
+		os.Exit(spawn(os.Args[1:]))
 	}
+}
+
+// initSpec is what the spawner and the init are told, as JSON in argv[1]
+// (no secret: paths and flags; the command line is world-readable).
+type initSpec struct {
+	NS    bool     `json:"ns,omitempty"`    // PID 1 of new PID and mount namespaces
+	User  bool     `json:"user,omitempty"`  // and a user namespace (gpugate is not root)
+	Hide  []string `json:"hide,omitempty"`  // files (or folders) to cover, absolute
+	Probe bool     `json:"probe,omitempty"` // set up, then exit: does it work here?
 }
 
 // isolation is how the job is started: in namespaces or not, and why.
 type isolation struct {
 	ns, user bool
-	what     string // for the log
-}
-
-func (i isolation) attr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true}
-	if !i.ns {
-		return a
-	}
-	// CLONE_NEWNS in Unshareflags (not Cloneflags): Go then makes every
-	// mount private in the child before anything else, so the fresh /proc
-	// never propagates back to the machine's mount table.
-	a.Cloneflags = syscall.CLONE_NEWPID
-	a.Unshareflags = syscall.CLONE_NEWNS
-	if i.user {
-		// The same uid and gid inside: the job's files keep their owner.
-		uid, gid := os.Getuid(), os.Getgid()
-		a.Cloneflags |= syscall.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-	}
-	return a
+	what     string // for the log and the report
 }
 
 var (
@@ -108,8 +130,8 @@ var (
 	probed    isolation
 )
 
-// chooseIsolation probes once whether a PID and mount namespace can be
-// made (as root, else with a user namespace) and a /proc mounted in it.
+// chooseIsolation probes once whether the namespaces can be made here (a
+// spawner and an init that sets them up and exits).
 func chooseIsolation() isolation {
 	if os.Getenv(isolationEnv) == "none" {
 		return isolation{what: "none (" + isolationEnv + "=none): the job can see every process of its user"}
@@ -123,27 +145,22 @@ func probeIsolation() isolation {
 	if err != nil {
 		return isolation{what: "none (" + err.Error() + "): the job can see every process of its user"}
 	}
-	var why []string
-	for _, user := range []bool{false, true} {
-		if user && os.Getuid() == 0 {
-			break
-		}
-		i := isolation{ns: true, user: user}
-		cmd := exec.Command(self)
-		cmd.Args = []string{probeArg0}
-		cmd.SysProcAttr = i.attr()
-		cmd.Env = []string{}
-		out, err := runBounded(cmd, 10*time.Second)
-		if err == nil {
-			i.what = "PID and mount namespace with a fresh /proc (the job sees only its own processes)"
-			if user {
-				i.what = "user, PID and mount namespace with a fresh /proc (the job sees only its own processes)"
-			}
-			return i
-		}
-		why = append(why, strings.TrimSpace(fmt.Sprintf("%v %s", err, out)))
+	i := isolation{ns: true, user: os.Getuid() != 0}
+	spec, _ := json.Marshal(initSpec{NS: true, User: i.user, Probe: true, Hide: []string{self}})
+	cmd := exec.Command(self)
+	cmd.Args = []string{spawnArg0, string(spec)}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = []string{}
+	out, err := runBounded(cmd, 10*time.Second)
+	if err != nil {
+		why := strings.TrimSpace(fmt.Sprintf("%v %s", err, out))
+		return isolation{what: "none (no namespace could be made: " + escape.Terminal(why) + "): the job can see every process of its user"}
 	}
-	return isolation{what: "none (no namespace could be made: " + escape.Terminal(strings.Join(why, "; ")) + "): the job can see every process of its user"}
+	i.what = "PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes)"
+	if i.user {
+		i.what = "user, PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes)"
+	}
+	return i
 }
 
 // runBounded runs cmd with a deadline and returns its combined output.
@@ -160,18 +177,184 @@ func runBounded(cmd *exec.Cmd, limit time.Duration) (string, error) {
 	return out.String(), err
 }
 
-// probeInit runs in the probe: PID 1 of a new namespace that can mount a
-// /proc of its own.
-func probeInit() int {
-	if os.Getpid() != 1 {
-		fmt.Fprintln(os.Stderr, "not PID 1")
-		return 1
+// initArgs is the command line that starts the job (path, then its argv)
+// through the init: in namespaces through the spawner.
+func initArgs(spec initSpec, path string, argv []string) []string {
+	b, _ := json.Marshal(spec)
+	first := initArg0
+	if spec.NS {
+		first = spawnArg0
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		fmt.Fprintln(os.Stderr, "mount /proc:", err)
-		return 1
+	return append([]string{first, string(b), path}, argv...)
+}
+
+// catchStops catches the stop signals gpugate sends to the process group:
+// they are for the job; the spawner and the init stay to reap and report.
+// Caught, not ignored: an ignored signal would stay ignored in the job
+// across execve.
+func catchStops() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	go func() {
+		for range sigs {
+		}
+	}()
+}
+
+// spawn is the spawner: it starts the init in new namespaces, hands it the
+// report channel (fd 3) and its own stdio, and exits as it does.
+func spawn(args []string) int {
+	var spec initSpec
+	if len(args) == 0 || json.Unmarshal([]byte(args[0]), &spec) != nil {
+		fmt.Fprintln(os.Stderr, "gpugate: spawn: no spec")
+		return 125
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpugate: spawn:", err)
+		return 125
+	}
+	catchStops()
+	cmd := exec.Command(self)
+	cmd.Args = append([]string{initArg0}, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	var report *os.File
+	if !spec.Probe {
+		report = os.NewFile(3, "report")
+		cmd.ExtraFiles = []*os.File{report}
+	}
+	// CLONE_NEWNS in Unshareflags (not Cloneflags): Go then makes every
+	// mount private in the child before anything else, so the fresh /proc
+	// never propagates back to the machine's mount table.
+	a := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Unshareflags: syscall.CLONE_NEWNS}
+	if spec.User {
+		// The same uid and gid inside: the job's files keep their owner,
+		// and the job is not root there (root in the namespace could undo
+		// the covers). CAP_SYS_ADMIN, for the init's mounts only, comes as
+		// an ambient capability, which survives the init's execve.
+		uid, gid := os.Getuid(), os.Getgid()
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	}
+	cmd.SysProcAttr = a
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "gpugate: could not isolate the job:", err)
+		return 125
+	}
+	if report != nil {
+		report.Close() // only the init holds it now
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 125
 	}
 	return 0
+}
+
+// setupNS makes the namespace the job will see: run in the init, PID 1,
+// with CAP_SYS_ADMIN in the namespace.
+func setupNS(spec initSpec) error {
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	// A /dev/shm of the job's own. Nsight Systems 2022.4 names its agent's
+	// shared memory by pid (/dev/shm/quadd-agent-instance-PID), and pids
+	// repeat in every new PID namespace: an object an earlier namespaced
+	// job left there made the next one's agent fail ("Agent launcher
+	// failed", issue 26; reproduced with unshare and nsys alone). It also
+	// keeps the job's shared memory from other jobs of the user.
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return fmt.Errorf("mount /dev/shm: %w", err)
+		}
+	}
+	return cover(spec.Hide)
+}
+
+// cover mounts an empty read-only file over each file of paths (an empty
+// read-only tmpfs over a folder). A path that does not exist, or that the
+// init (the job's uid) cannot reach, is left: the job cannot read it either.
+func cover(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	// The empty file lives on a tmpfs of the init's own, mounted on /proc's
+	// neighbour /dev/shm only for the time of the binds: the binds keep
+	// the file, unlinked, and nothing else names it.
+	const empty = "/dev/shm/.gpugate-cover"
+	f, err := os.OpenFile(empty, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o400)
+	if err != nil {
+		return fmt.Errorf("cover files: %w", err)
+	}
+	f.Close()
+	defer os.Remove(empty)
+	const ro = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cover %s: %w", p, err)
+		}
+		if fi.IsDir() {
+			if err := unix.Mount("tmpfs", p, "tmpfs", ro, "size=4k,mode=0500"); err != nil {
+				return fmt.Errorf("cover %s: %w", p, err)
+			}
+			continue
+		}
+		if err := unix.Mount(empty, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("cover %s: %w", p, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|ro, ""); err != nil {
+			return fmt.Errorf("cover %s read-only: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// dropCaps re-executes the init (still PID 1, its mounts in place) with
+// no capability: ambient and inheritable sets cleared on this thread,
+// then execve, which computes every thread's new sets from them.
+func dropCaps(args []string) error {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(self, append([]string{readyArg0}, args...), os.Environ())
+}
+
+// haveCaps reports whether this process holds any capability.
+func haveCaps() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return true
+	}
+	return data[0].Effective|data[1].Effective|data[0].Permitted|data[1].Permitted|data[0].Inheritable|data[1].Inheritable != 0
 }
 
 // initReport is what the init tells gpugate on fd 3.
@@ -196,10 +379,20 @@ func (r *initReport) status() string {
 	return "exit status " + strconv.Itoa(r.Exit)
 }
 
-// jobInit is the init: args are the job's executable path, then its argv.
-func jobInit(args []string) int {
-	report := os.NewFile(3, "report")
-	syscall.CloseOnExec(3)
+// jobInit is the init: args are its spec (JSON), then the job's executable
+// path and argv. ready says it was re-executed after the namespace's
+// set-up (dropCaps).
+func jobInit(args []string, ready bool) int {
+	var spec initSpec
+	if len(args) == 0 || json.Unmarshal([]byte(args[0]), &spec) != nil {
+		fmt.Fprintln(os.Stderr, "gpugate: init: no spec")
+		return 125
+	}
+	spec0, args := args[0], args[1:]
+	var report *os.File
+	if !spec.Probe {
+		report = os.NewFile(3, "report")
+	}
 	var rep initReport
 	emit := func() int {
 		if report != nil {
@@ -208,27 +401,47 @@ func jobInit(args []string) int {
 		}
 		return 0
 	}
+	fail := func(err error) int {
+		if spec.Probe {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		rep.Err = "could not isolate the job: " + err.Error()
+		return emit()
+	}
+	if spec.NS && os.Getpid() != 1 {
+		return fail(errors.New("the init is not PID 1 of a namespace"))
+	}
+	if spec.NS && !ready {
+		if err := setupNS(spec); err != nil {
+			return fail(err)
+		}
+		if spec.Probe {
+			return 0
+		}
+		if spec.User {
+			return fail(dropCaps(append([]string{spec0}, args...))) // returns only on error
+		}
+	}
+	if spec.User && haveCaps() {
+		return fail(errors.New("the init kept a capability after its set-up"))
+	}
 	if len(args) < 2 {
 		rep.Err = "init: no job"
 		return emit()
 	}
-	ns := os.Getpid() == 1
-	if ns {
-		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			rep.Err = "could not isolate the job: mount /proc: " + err.Error()
-			return emit()
-		}
+	if report != nil {
+		syscall.CloseOnExec(3)
 	}
+	// Not dumpable from here: the job (the same uid, without a capability)
+	// can neither ptrace the init nor open its /proc/PID/fd/3, the report
+	// channel. Its children are dumpable again after their execve.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("make the init non-dumpable: %w", err))
+	}
+	ns := spec.NS
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	// The stop signals gpugate sends to the process group are for the
-	// job; the init stays to reap and report. Caught, not ignored: an
-	// ignored signal would stay ignored in the job across execve.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	go func() {
-		for range sigs {
-		}
-	}()
+	catchStops()
 	p, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
 		rep.Err = fmt.Sprintf("could not start %q: %v", args[1], err)
@@ -313,18 +526,120 @@ func initSweep(ns bool) []string {
 	return killed
 }
 
-// readInitReport reads the init's report once it has exited; nil when it
-// wrote none (it was killed).
-func readInitReport(r io.Reader) *initReport {
+// readInitReport reads the init's report once it has exited. A report
+// that is missing (the init was killed) or does not parse (something else
+// wrote on the channel) is an error, never a success: the job's end is
+// then unknown.
+func readInitReport(r io.Reader) (*initReport, error) {
 	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
-	if err != nil || len(b) == 0 {
-		return nil
+	if err != nil {
+		return nil, fmt.Errorf("its init's report could not be read: %w", err)
 	}
+	if len(b) == 0 {
+		return nil, errors.New("its init left no report (it was killed): how the job ended is unknown")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
 	var rep initReport
-	if json.Unmarshal(b, &rep) != nil {
-		return nil
+	if err := dec.Decode(&rep); err != nil || dec.More() {
+		return nil, fmt.Errorf("its init's report does not parse (%d bytes): something else wrote on the init's channel, and how the job ended is unknown", len(b))
 	}
-	return &rep
+	return &rep, nil
+}
+
+// jobCgroup is a cgroup v2 folder of the job's own, made when there is no
+// PID namespace: everything the job starts stays in it (a process of the
+// user can leave it only where the user owns the parent folder, a
+// delegated cgroup), and cgroup.kill ends them all.
+type jobCgroup struct {
+	dir string
+	f   *os.File // the folder, for CLONE_INTO_CGROUP
+}
+
+// newJobCgroup makes the folder below gpugate's own cgroup: it works as
+// root, or where the user's cgroup is delegated to it (a systemd user
+// service or a scope with Delegate=yes).
+func newJobCgroup(token string) (*jobCgroup, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	own := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			own = p
+		}
+	}
+	if own == "" {
+		return nil, errors.New("gpugate is in no cgroup v2")
+	}
+	mnt, err := cgroup2Mount()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(mnt, filepath.Clean("/"+own), "gpugate-job-"+token)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+		os.Remove(dir)
+		return nil, errors.New("no cgroup.kill (Linux before 5.14)")
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return &jobCgroup{dir: dir, f: f}, nil
+}
+
+// cgroup2Mount is where the cgroup v2 hierarchy is mounted.
+func cgroup2Mount() (string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		if f := strings.Fields(pre); len(f) >= 5 && f[3] == "/" {
+			return strings.ReplaceAll(f[4], "\\040", " "), nil
+		}
+	}
+	return "", errors.New("no cgroup v2 hierarchy mounted")
+}
+
+// where is the folder.
+func (c *jobCgroup) where() string { return c.dir }
+
+// attach makes the process started with a begin in the folder
+// (CLONE_INTO_CGROUP): no moment outside it.
+func (c *jobCgroup) attach(a *syscall.SysProcAttr) {
+	a.UseCgroupFD, a.CgroupFD = true, int(c.f.Fd())
+}
+
+// kill ends every process in the folder and removes it; it returns
+// "pid (comm)" for each process that was still there.
+func (c *jobCgroup) kill() []string {
+	defer c.f.Close()
+	var killed []string
+	if b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs")); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			comm, _ := os.ReadFile("/proc/" + f + "/comm")
+			killed = append(killed, f+" ("+escape.Terminal(strings.TrimSpace(string(comm)))+")") // the job names its processes
+		}
+	}
+	os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
+	for range 200 {
+		if os.Remove(c.dir) == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return killed
 }
 
 // notDumpable marks gpugate non-dumpable (PR_SET_DUMPABLE 0) before it

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"io"
+	"os"
 	"syscall"
 )
 
@@ -11,18 +12,21 @@ import (
 // group of its own, without an init or namespaces.
 const haveInit = false
 
-const initArg0 = ""
-
 const isolationEnv = "GPUGATE_ISOLATION"
 
 type isolation struct {
-	ns   bool
-	what string
+	ns, user bool
+	what     string
 }
 
-func (isolation) attr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+type initSpec struct {
+	NS, User bool
+	Hide     []string
+}
 
 func chooseIsolation() isolation { return isolation{what: "none (not Linux)"} }
+
+func initArgs(initSpec, string, []string) []string { return nil }
 
 type initReport struct {
 	Err          string
@@ -33,6 +37,16 @@ type initReport struct {
 
 func (r *initReport) status() string { return "" }
 
-func readInitReport(io.Reader) *initReport { return nil }
+func readInitReport(io.Reader) (*initReport, error) { return nil, nil }
+
+type jobCgroup struct{ f *os.File }
+
+func (*jobCgroup) kill() []string { return nil }
+
+func (*jobCgroup) where() string { return "" }
+
+func (*jobCgroup) attach(*syscall.SysProcAttr) {}
+
+func newJobCgroup(string) (*jobCgroup, error) { return nil, nil }
 
 func notDumpable() error { return nil }

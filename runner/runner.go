@@ -75,6 +75,10 @@ type Job struct {
 	// SMIPath is the nvidia-smi that samples the run conditions; empty
 	// finds it on PATH, and without one the conditions say "not sampled".
 	SMIPath string
+	// Hide lists files (or folders) that hold credentials, to be covered
+	// with an empty read-only file in the job's mount namespace, besides
+	// those set with SetHidden.
+	Hide []string
 	// Plain marks a helper command (ab's setup) run with the job's
 	// protections: no conditions are sampled (Conditions stays nil) and
 	// it may print nothing.
@@ -108,11 +112,15 @@ type Result struct {
 	// Processes are the job's training processes, by rank, as they
 	// reported themselves from inside (jobinfo.go); none for profiler none.
 	Processes []Process
-	// Isolation says how the job was kept from seeing other processes:
-	// a PID and mount namespace, or none and why.
+	// Isolation says how the job was kept from seeing other processes
+	// and the files that hold credentials: namespaces, or none and why.
 	Isolation string
 	// Slurm is the Slurm job a Slurm run ran as (slurm.go); nil otherwise.
 	Slurm *SlurmInfo
+	// IsolationWarnings say what the isolation could not do here (no
+	// namespace: credential files readable; no cgroup: leftovers possible),
+	// for the report.
+	IsolationWarnings []string
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -364,21 +372,45 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	token := escape.Token(16)
 	iso := chooseIsolation()
-	if job.Profiler == Nsys && iso.ns {
-		// Seen in CI rehearsals: nsys 2022.4's agent launcher failed
-		// ("Agent launcher failed") inside a PID namespace, on the first
-		// run with TMPDIR directly under /tmp and on the third of four
-		// runs under /var/tmp; never outside one. Until that is
-		// understood, nsys jobs run without the namespace, and say so.
-		iso = isolation{what: "none for nsys jobs (Nsight Systems' agent launcher fails inside a PID namespace): the job can see every process of its user; gpugate itself is not dumpable"}
-	}
+	hide := hiddenFiles(job.Hide)
 	res.Isolation = iso.what
-	cmd, err := jobCommand(args)
+	var cg *jobCgroup
+	if iso.ns {
+		if len(hide) > 0 {
+			res.Isolation += "; covered with an empty file: " + escape.Terminal(strings.Join(hide, ", "))
+		}
+	} else {
+		if len(hide) > 0 {
+			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+"): the files that hold credentials could not be covered, and the job could read them: "+strings.Join(hide, ", "))
+		} else {
+			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+")")
+		}
+		if haveInit {
+			var err error
+			if cg, err = newJobCgroup(token); err != nil {
+				res.IsolationWarnings = append(res.IsolationWarnings, "no cgroup of the job's own ("+err.Error()+"): a process the job leaves running outside its process group and session may outlive it")
+			} else {
+				res.Isolation += "; a cgroup of its own, killed after it (" + escape.Terminal(cg.where()) + ")"
+			}
+		}
+	}
+	for _, w := range res.IsolationWarnings {
+		fmt.Fprintf(job.Output, "[%s] gpugate: WARNING: %s\n", job.Name, escape.Terminal(w))
+	}
+	cmd, err := jobCommand(args, initSpec{NS: iso.ns, User: iso.user, Hide: hide})
 	if err != nil {
 		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
 	}
 	cmd.Dir, cmd.Env = job.Dir, append(env, tokenVar+"="+token)
-	cmd.SysProcAttr = iso.attr()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cg != nil {
+		cg.attach(cmd.SysProcAttr)
+		defer func() {
+			if cg != nil {
+				cg.kill()
+			}
+		}()
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return err
@@ -416,7 +448,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if job.StopCommands {
 		defer escape.StopCommands(job.Output)()
 	}
-	fmt.Fprintf(job.Output, "[%s] gpugate: isolation: %s\n", job.Name, iso.what)
+	fmt.Fprintf(job.Output, "[%s] gpugate: isolation: %s\n", job.Name, res.Isolation)
 
 	var mu sync.Mutex
 	var tail []string
@@ -516,14 +548,19 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	var rep *initReport
+	var repErr error
 	if repR != nil {
-		rep = readInitReport(repR)
+		rep, repErr = readInitReport(repR)
 	}
 	if rep != nil {
 		res.Killed = rep.Killed
 		res.MaxRSSBytes = rep.MaxRSS
 	} else if !haveInit {
 		res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
+	}
+	if cg != nil {
+		res.Killed = append(res.Killed, cg.kill()...)
+		cg = nil
 	}
 	// The init's sweep came first; this one finds what escaped an init
 	// that was killed (and, elsewhere than Linux, everything).
@@ -543,6 +580,8 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	switch {
 	case killed != "":
 		return &Error{Job: job.Name, What: killed, Log: res.Log, Tail: tail}
+	case repErr != nil:
+		return &Error{Job: job.Name, What: repErr.Error(), Log: res.Log, Tail: tail}
 	case rep != nil && rep.Err != "":
 		return &Error{Job: job.Name, What: rep.Err, Log: res.Log, Tail: tail}
 	case rep != nil && (rep.Exit != 0 || rep.Signal != 0):
@@ -588,7 +627,7 @@ func chatter(line string) bool {
 // jobCommand is the command that starts the job: through the init
 // (isolate_linux.go) where there is one. A bare name is looked up on
 // gpugate's PATH, as exec.Command does.
-func jobCommand(args []string) (*exec.Cmd, error) {
+func jobCommand(args []string, spec initSpec) (*exec.Cmd, error) {
 	path := args[0]
 	if !strings.Contains(path, "/") {
 		p, err := exec.LookPath(path)
@@ -607,7 +646,7 @@ func jobCommand(args []string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("could not start %q: find gpugate's executable for the job's init: %v", args[0], err)
 	}
 	cmd := exec.Command(self)
-	cmd.Args = append([]string{initArg0, path}, args...)
+	cmd.Args = initArgs(spec, path, args)
 	return cmd, nil
 }
 

@@ -285,6 +285,9 @@ func (s *SMISampler) stream(ctx context.Context, path string, args []string, fie
 	n := len(fields)
 	cmd := exec.Command(path, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// nvidia-smi is dumpable and runs as long as the job: without a
+	// namespace the job could read its /proc/PID/environ.
+	cmd.Env = jobEnv(os.Environ())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		s.mu.Lock()

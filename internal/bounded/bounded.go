@@ -15,9 +15,12 @@ package bounded
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/denyenv"
 )
 
 // Options bound one run.
@@ -29,7 +32,8 @@ type Options struct {
 	MaxOutput int
 	// Stderr keeps stderr in the output too (else it is discarded).
 	Stderr bool
-	// Env, when not nil, is the tool's environment.
+	// Env, when not nil, is the tool's environment; nil gives it
+	// gpugate's environment without the credentials (internal/denyenv).
 	Env []string
 }
 
@@ -76,6 +80,9 @@ func Run(ctx context.Context, o Options, name string, args ...string) (Result, e
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = o.Env
+	if cmd.Env == nil {
+		cmd.Env = denyenv.Filter(os.Environ())
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// After the tool exits, a child that still holds its pipes gets a

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/internal/bounded"
+	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -94,6 +95,7 @@ func (p *parser) importPage(ctx context.Context, ncu, path, page string) error {
 	ctx, cancel := context.WithTimeout(ctx, importTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ncu, "--import", path, "--csv", "--page", page, "--print-units", "base")
+	cmd.Env = denyenv.Filter(os.Environ())
 	// ncu and whatever it starts go at the limit, and a child of it that
 	// holds the pipe does not keep the parser reading past it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,0 +1,45 @@
+package runner
+
+import (
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+var (
+	hiddenMu sync.Mutex
+	hidden   []string
+)
+
+// SetHidden sets the files that hold credentials gpugate read or may read
+// (the store's -db-file, ~/.pgpass, the Actions runner's .credentials):
+// every job this process starts sees each covered by an empty read-only
+// file, where its mount namespace can be made (isolate_linux.go). cmd sets
+// them once from its flags and environment, for every job of the command
+// (the runs, A/B's setup, the deep-dive's ncu runs).
+func SetHidden(paths []string) {
+	hiddenMu.Lock()
+	defer hiddenMu.Unlock()
+	hidden = append([]string(nil), paths...)
+}
+
+// hiddenFiles is SetHidden's list and extra, absolute, cleaned, without
+// duplicates, in order.
+func hiddenFiles(extra []string) []string {
+	hiddenMu.Lock()
+	all := append(append([]string(nil), hidden...), extra...)
+	hiddenMu.Unlock()
+	var out []string
+	for _, p := range all {
+		if p == "" {
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
