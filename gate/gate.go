@@ -141,6 +141,10 @@ type Report struct {
 	// does (the metric's Why then says where the step moved).
 	Cause    string   `json:"cause,omitempty"`
 	Warnings []string `json:"warnings"`
+	// Isolation says how the job was kept from gpugate's secrets and
+	// from other processes (runner.Result.Isolation): namespaces, or none
+	// and why (then also a warning); empty when no job ran.
+	Isolation string `json:"isolation,omitempty"`
 	// Overhead is the profiler's cost measured by an unprofiled timing
 	// pass (gpugate run with step_log set); null otherwise.
 	Overhead *Overhead `json:"profiling_overhead"`

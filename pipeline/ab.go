@@ -212,6 +212,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	var baseRuns, headRuns []gate.Run
 	var baseConds, headConds []*gate.Conditions
 	var order []string
+	var iso Execution // the jobs' isolation, for the report
 	var rep *gate.Report
 	judge := func() *gate.Report {
 		r := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c),
@@ -245,6 +246,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 				return nil, fmt.Errorf("ab %s run %d: %w", s.Name, i, err)
 			}
 			order = append(order, tag)
+			iso.noteIsolation(once)
 			fmt.Fprintf(o.Log, "gpugate: ab %s %s %s: %d steps in %.1fs\n", label, s.Name, Short(s.Commit), len(once.Run[0].Steps), once.Duration.Seconds())
 			if i == 0 {
 				continue
@@ -293,6 +295,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 	rep.Noise += "; " + smp.String()
 	fmt.Fprintf(o.Log, "gpugate: ab order: %s\n", strings.Join(order, " "))
 	fmt.Fprintf(o.Log, "gpugate: ab stopped: %s\n", stopped)
+	applyIsolation(rep, &iso)
 	rep.Warnings = append([]string{fmt.Sprintf("A/B: base %s and head %s ran interleaved on this machine in alternating order (%s); no stored baseline took part, so no fingerprint mismatch is possible",
 		Short(base.Commit), Short(head.Commit), strings.Join(order, " "))}, rep.Warnings...)
 	// The versions each side's training processes reported (ranks.go): a

@@ -290,6 +290,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
+	applyIsolation(rep, ex)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
 	if age := now.Sub(sel.Newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stale baseline: the newest baseline run is %s old (max_age %s); run gpugate baseline refresh on %s",
@@ -440,6 +441,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 		rep := gate.NoBaseline(cand, fmt.Sprintf("recorded as baseline of %s", branch))
 		rep.Overhead = ex.Overhead
 		applyConditions(rep, nil, ex.Conditions)
+		applyIsolation(rep, ex)
 		if v := rep.Conditions.Void; len(v) > 0 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded as a baseline although its run conditions were bad (%s): a candidate that passes against baselines pooled with it can be voided as inconclusive; record another with gpugate baseline refresh", strings.Join(v, "; ")))
 		}
@@ -472,6 +474,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 			rep := gate.NoBaseline(cand, msg)
 			rep.Verdict = stats.Inconclusive
 			applyConditions(rep, nil, ex.Conditions)
+			applyIsolation(rep, ex)
 			return &Outcome{Workload: w.Name, Report: rep, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: "none matching", Err: errors.New(msg)}, nil
 		}
 		return noBaseline(o, ex, store.Name()), nil
@@ -530,6 +533,7 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	rep.Verdict = stats.NoBaseline
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, nil, ex.Conditions)
+	applyIsolation(rep, ex)
 	oc := &Outcome{Workload: w.Name, Report: rep, Cand: ex.Runs, Fingerprint: ex.Fingerprint, Baseline: "none yet", RecordCommand: record}
 	if c.Baseline.OnMissing == "fail" {
 		oc.Err = fmt.Errorf("no baseline of %s on %s (baseline.on_missing: fail); record one with: %s", w.Name, c.Baseline.Branch, record)

@@ -22,6 +22,13 @@ func applyConditions(rep *gate.Report, base, cand []*gate.Conditions) {
 	gate.ApplyConditions(rep, base, cand, gate.DefaultConditionMargins, notRecordedWhy)
 }
 
+// applyIsolation says in the report how the job was isolated, and warns
+// where no namespace could be made (runner.Result.IsolationWarnings).
+func applyIsolation(rep *gate.Report, ex *Execution) {
+	rep.Isolation = ex.Isolation
+	rep.Warnings = append(rep.Warnings, ex.IsolationWarnings...)
+}
+
 // conditionsJSON is a run's conditions as the store keeps them; nil for a
 // run without (profiler none, a run from before).
 func conditionsJSON(c *gate.Conditions) []byte {

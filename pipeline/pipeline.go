@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,18 +129,36 @@ type Execution struct {
 	// auto's budget.
 	Start   time.Time
 	RunTime time.Duration
+	// Isolation is how the first run's job was isolated; IsolationWarnings
+	// what any run's isolation could not do (runner.Result), for the
+	// report.
+	Isolation         string
+	IsolationWarnings []string
 }
 
 // add appends one run that took wall time took.
 func (ex *Execution) add(once *Once, took time.Duration) {
 	ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
 	ex.RunTime += took
+	ex.noteIsolation(once)
 	if once.Run == nil {
 		return
 	}
 	ex.Runs = append(ex.Runs, once.Run)
 	ex.Docs = append(ex.Docs, once.Doc)
 	ex.Conditions = append(ex.Conditions, once.Conditions)
+}
+
+// noteIsolation keeps the first run's isolation and every run's warnings.
+func (ex *Execution) noteIsolation(once *Once) {
+	if ex.Isolation == "" {
+		ex.Isolation = once.Isolation
+	}
+	for _, w := range once.IsolationWarnings {
+		if !slices.Contains(ex.IsolationWarnings, w) {
+			ex.IsolationWarnings = append(ex.IsolationWarnings, w)
+		}
+	}
 }
 
 // Plan is a workload made ready to run: profiler resolved, fingerprint
@@ -226,6 +245,9 @@ type Once struct {
 	Conditions *gate.Conditions
 	// MaxRSSBytes is the job's peak resident memory (runner.Result).
 	MaxRSSBytes int64
+	// Isolation and IsolationWarnings are runner.Result's.
+	Isolation         string
+	IsolationWarnings []string
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -244,7 +266,8 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err != nil {
 		return nil, err
 	}
-	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions, MaxRSSBytes: res.MaxRSSBytes}
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions, MaxRSSBytes: res.MaxRSSBytes,
+		Isolation: res.Isolation, IsolationWarnings: res.IsolationWarnings}
 	writeConditions(out, res.Conditions)
 	if p.Profiler == runner.None {
 		if len(res.StepTimes) == 0 {

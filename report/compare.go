@@ -251,6 +251,9 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead %s.", OverheadText(o))
 	}
+	if r.Isolation != "" {
+		fmt.Fprintf(w, " Isolation: %s.", text(r.Isolation))
+	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, " ⚠️ %s.", text(wn))
 	}
@@ -362,6 +365,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), escape.Terminal(r.Noise))
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: %s\n", OverheadText(o))
+	}
+	if r.Isolation != "" {
+		fmt.Fprintf(w, "isolation: %s\n", escape.Terminal(r.Isolation))
 	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, "warning: %s\n", escape.Terminal(wn))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -165,6 +166,11 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitTrouble
 	}
 	err := applyDBFile(fs, dbFile)
+	df := ""
+	if dbFile != nil {
+		df = *dbFile
+	}
+	runner.SetHidden(credentialFiles(df, os.Getenv))
 	if err == nil {
 		err = run(ctx, stdout, stderr, fs.Args())
 	}
