@@ -395,7 +395,9 @@ func Judge(ctx context.Context, o Options, ex *Execution) (*Outcome, error) {
 func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store, p *Plan) (*Outcome, error) {
 	c, w := o.Config, o.Workload
 	if ex.Profiler == runner.None {
-		return &Outcome{Workload: w.Name, Fingerprint: ex.Fingerprint, Report: gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")}, nil
+		rep := gate.NoBaseline(nil, "profiler none: a timing pass only; nothing was profiled or compared")
+		applyIsolation(rep, ex)
+		return &Outcome{Workload: w.Name, Fingerprint: ex.Fingerprint, Report: rep}, nil
 	}
 	branch := o.Branch
 	if branch == "" {

@@ -175,6 +175,9 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 			}
 		}
 		report.WriteConditionsText(w, rep.Conditions)
+		if rep.Isolation != "" {
+			fmt.Fprintf(w, "\nisolation: %s\n", escape.Terminal(rep.Isolation))
+		}
 		for _, wn := range rep.Warnings {
 			fmt.Fprintf(w, "\ngpugate: %s\n", escape.Terminal(wn))
 		}
