@@ -232,3 +232,49 @@ func TestFingerprintProbeDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestCgroupKillsLeftovers: without a namespace, as root (who can make a
+// cgroup v2 folder), a grandchild in a process group of its own, with an
+// empty environment (no GPUGATE_JOB_TOKEN), outlives a job that killed its
+// init — the leftover sweep recognises neither — unless the job's cgroup
+// is killed.
+func TestCgroupKillsLeftovers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to make a cgroup (or a delegated cgroup); the unprivileged case is TestLeftoversGone in cmd/gpugate")
+	}
+	if _, err := cgroup2Mount(); err != nil {
+		t.Skipf("no cgroup v2 here: %v", err)
+	}
+	isolate(t, "none")
+	marker := strconv.Itoa(5000+os.Getpid()%1000) + ".75"
+	script := `
+import os, signal, time
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        os.execve("/bin/sleep", ["sleep", "` + marker + `"], {})
+    os._exit(0)
+time.sleep(0.3)
+print("left one", flush=True)
+os.kill(os.getppid(), signal.SIGKILL)
+`
+	res, _, _, err := runJob(t, Job{Args: []string{python(t), "-c", script}, Timeout: 30 * time.Second})
+	if res == nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(res.Isolation, "a cgroup of its own") {
+		t.Fatalf("isolation %q: no cgroup made as root", res.Isolation)
+	}
+	if err == nil || !strings.Contains(err.Error(), "left no report") {
+		t.Errorf("a job that killed its init: %v, want the init's missing report", err)
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, _ := os.ReadFile(d)
+		if strings.Contains(string(b), marker) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the grandchild (%s) outlived the job: %q", filepath.Dir(d), b)
+		}
+	}
+}

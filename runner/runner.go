@@ -238,9 +238,11 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		// failed with "AF_UNIX path too long" and the job hung until its
 		// timeout.
 		// Under /var/tmp itself, not $TMPDIR, which may be as deep (a test
-		// harness's work folder was). Not /tmp: there nsys 2022.4's "Agent
-		// launcher failed" inside the job's PID namespace (it did not
-		// outside it, nor with a deeper folder under /tmp; not understood).
+		// harness's work folder was). nsys 2022.4 keeps its session files
+		// under TMPDIR too (TMPDIR/nvidia/nsight_systems), so each run has
+		// its own. Its "Agent launcher failed" inside the job's PID
+		// namespace came from /dev/shm, not from here: the init gives the
+		// job a /dev/shm of its own (isolate_linux.go, setupNS).
 		tmp, err := os.MkdirTemp("/var/tmp", "gpugate-nsys-")
 		if err != nil {
 			if tmp, err = os.MkdirTemp("", "gpugate-nsys-"); err != nil {
@@ -391,6 +393,11 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 				res.IsolationWarnings = append(res.IsolationWarnings, "no cgroup of the job's own ("+err.Error()+"): a process the job leaves running outside its process group and session may outlive it")
 			} else {
 				res.Isolation += "; a cgroup of its own, killed after it (" + escape.Terminal(cg.where()) + ")"
+				defer func() {
+					if cg != nil { // not killed and removed yet: the job did not start
+						cg.kill()
+					}
+				}()
 			}
 		}
 	}
@@ -405,11 +412,6 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if cg != nil {
 		cg.attach(cmd.SysProcAttr)
-		defer func() {
-			if cg != nil {
-				cg.kill()
-			}
-		}()
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
