@@ -173,7 +173,9 @@ func write(t *testing.T, path, content string) {
 // attackPy is the job of TestContained: it writes to argv[1] everything it
 // can read that could hold a secret — its environment, every
 // /proc/*/environ and cmdline, what every /proc/*/fd names and, for files,
-// holds, the credential files named in argv[2:], and the stack (where a
+// holds, the credential files named in argv[2:] (also after trying to
+// unmount what covers them, directly and as root of a user namespace of
+// its own), and the stack (where a
 // process's environment lives) of every process it can ptrace
 // (PTRACE_SEIZE, else PTRACE_ATTACH) — and then "dumped".
 const attackPy = `import ctypes, glob, os, sys
@@ -212,6 +214,22 @@ for f in sys.argv[2:]:
         w("file", f, open(os.path.expanduser(f), "rb").read())
     except Exception as e:
         w("file", f, "unreadable", e)
+# Undo the covers: umount them, or in a user and mount namespace of the
+# job's own (where it is root), umount them and read.
+import subprocess
+for f in sys.argv[2:]:
+    f = os.path.expanduser(f)
+    undo = "import ctypes, sys; c = ctypes.CDLL(None, use_errno=True); r = c.umount2(sys.argv[1].encode(), 2); print('umount2', r, ctypes.get_errno()); print(open(sys.argv[1]).read())"
+    for cmd in ([sys.executable, "-c", undo, f], ["unshare", "-Urm", sys.executable, "-c", undo, f]):
+        try:
+            r = subprocess.run(cmd, capture_output=True, timeout=10)
+            w("undo", cmd, r.returncode, r.stdout, r.stderr)
+        except Exception as e:
+            w("undo", cmd, "failed", e)
+    try:
+        w("file-after-undo", f, open(f, "rb").read())
+    except Exception as e:
+        w("file-after-undo", f, "unreadable", e)
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
 PTRACE_ATTACH, PTRACE_DETACH, PTRACE_SEIZE = 16, 17, 0x4206
@@ -339,6 +357,9 @@ func TestContained(t *testing.T) {
 			}
 			visible := regexp.MustCompile(`(?m)^VISIBLE (\d+)$`).FindSubmatch(dump)
 			t.Logf("the job saw %s processes, read %d environ files, ptraced %d processes", visible[1], len(regexp.MustCompile(`(?m)^environ \d+ b`).FindAll(dump, -1)), len(regexp.MustCompile(`(?m)^ptrace \d+ (seize|attach)$`).FindAll(dump, -1)))
+			for _, line := range regexp.MustCompile(`(?m)^undo .*$`).FindAll(dump, -1) {
+				t.Logf("%.300s", line)
+			}
 			for name, v := range secrets {
 				if bytes.Contains(dump, []byte(v)) {
 					t.Errorf("the job found %s (%s)", name, v)
