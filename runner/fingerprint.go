@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -106,6 +107,31 @@ func probe(ctx context.Context, limit time.Duration, name string, args ...string
 	return strings.TrimSpace(string(res.Out)), false
 }
 
+// probeIsolated is probe for the job's Python, which runs the pull
+// request's code (a torch.py or sitecustomize.py beside it): in namespaces
+// like the job's (isolatedArgv) where they can be made, so that it sees no
+// other process and no credential file either.
+func probeIsolated(ctx context.Context, limit time.Duration, name string, args ...string) (out string, timedOut bool) {
+	path := name
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", false
+		}
+		path = p
+	}
+	notDumpable()
+	self, argv, ok := isolatedArgv(path, append([]string{name}, args...))
+	if !ok {
+		return probe(ctx, limit, name, args...)
+	}
+	res, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 64 << 10, Env: jobEnv(os.Environ()), Argv0: argv[0]}, self, argv[1:]...)
+	if err != nil {
+		return "", res.TimedOut
+	}
+	return strings.TrimSpace(string(res.Out)), false
+}
+
 // probeScript prints what gpugate_job.versions() reports from inside a
 // job, the same way, so that a probed fingerprint and one from inside the
 // job hash alike: python, torch, CUDA ("none"), cuDNN and NCCL ("-" for
@@ -146,7 +172,7 @@ func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerp
 		fh.Close()
 	}
 	if python != "" {
-		v, timedOut := probe(ctx, torchProbeLimit, python, "-c", probeScript)
+		v, timedOut := probeIsolated(ctx, torchProbeLimit, python, "-c", probeScript)
 		switch {
 		case timedOut:
 			// Never record a machine without torch because the import was
@@ -160,7 +186,7 @@ func TakeFingerprint(ctx context.Context, python, nsys, profiler string) Fingerp
 			}
 		}
 		if v == "" {
-			v = output(ctx, python, "-c", "import sys; print(sys.version.split()[0])")
+			v, _ = probeIsolated(ctx, 30*time.Second, python, "-c", "import sys; print(sys.version.split()[0])")
 			f.Python = v
 		}
 	}

@@ -117,6 +117,9 @@ type initSpec struct {
 	User  bool     `json:"user,omitempty"`  // and a user namespace (gpugate is not root)
 	Hide  []string `json:"hide,omitempty"`  // files (or folders) to cover, absolute
 	Probe bool     `json:"probe,omitempty"` // set up, then exit: does it work here?
+	// Tool: no report channel; the init exits as the program it runs
+	// does (a probe of the job's Python, isolatedArgv).
+	Tool bool `json:"tool,omitempty"`
 }
 
 // isolation is how the job is started: in namespaces or not, and why.
@@ -188,6 +191,24 @@ func initArgs(spec initSpec, path string, argv []string) []string {
 	return append([]string{first, string(b), path}, argv...)
 }
 
+// isolatedArgv is the command line that runs path with argv (argv[0]
+// first) in namespaces like a job's, for a program that runs the pull
+// request's code outside a job (the fingerprint's probe of the job's
+// Python, which imports what lies beside it): the spawner, with an init
+// that exits as the program does. ok is false where no namespace can be
+// made.
+func isolatedArgv(path string, argv []string) (self string, args []string, ok bool) {
+	iso := chooseIsolation()
+	if !iso.ns {
+		return "", nil, false
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, false
+	}
+	return self, initArgs(initSpec{NS: true, User: iso.user, Hide: hiddenFiles(nil), Tool: true}, path, argv), true
+}
+
 // catchStops catches the stop signals gpugate sends to the process group:
 // they are for the job; the spawner and the init stay to reap and report.
 // Caught, not ignored: an ignored signal would stay ignored in the job
@@ -219,7 +240,7 @@ func spawn(args []string) int {
 	cmd.Args = append([]string{initArg0}, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	var report *os.File
-	if !spec.Probe {
+	if !spec.Probe && !spec.Tool {
 		report = os.NewFile(3, "report")
 		cmd.ExtraFiles = []*os.File{report}
 	}
@@ -390,7 +411,7 @@ func jobInit(args []string, ready bool) int {
 	}
 	spec0, args := args[0], args[1:]
 	var report *os.File
-	if !spec.Probe {
+	if !spec.Probe && !spec.Tool {
 		report = os.NewFile(3, "report")
 	}
 	var rep initReport
@@ -398,6 +419,16 @@ func jobInit(args []string, ready bool) int {
 		if report != nil {
 			json.NewEncoder(report).Encode(&rep)
 			report.Close()
+		}
+		if spec.Tool {
+			switch {
+			case rep.Err != "":
+				fmt.Fprintln(os.Stderr, "gpugate:", rep.Err)
+				return 125
+			case rep.Signal != 0:
+				return 128 + rep.Signal
+			}
+			return rep.Exit
 		}
 		return 0
 	}

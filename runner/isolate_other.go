@@ -28,6 +28,8 @@ func chooseIsolation() isolation { return isolation{what: "none (not Linux)"} }
 
 func initArgs(initSpec, string, []string) []string { return nil }
 
+func isolatedArgv(string, []string) (string, []string, bool) { return "", nil, false }
+
 type initReport struct {
 	Err          string
 	Exit, Signal int

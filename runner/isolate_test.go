@@ -278,3 +278,38 @@ os.kill(os.getppid(), signal.SIGKILL)
 		}
 	}
 }
+
+// TestFingerprintProbeIsolated: the fingerprint's probe of the job's
+// Python imports what the pull request put beside it (a torch.py); it runs
+// in namespaces like the job's: it sees no process but its own, and a
+// credential file (SetHidden) is empty to it. Its output still reaches
+// the fingerprint.
+func TestFingerprintProbeIsolated(t *testing.T) {
+	py := python(t)
+	isolate(t, "namespace")
+	secret := filepath.Join(t.TempDir(), "pgpass")
+	os.WriteFile(secret, []byte("canary-probe-pgpass"), 0o600)
+	SetHidden([]string{secret})
+	defer SetHidden(nil)
+	dir := t.TempDir()
+	dump := filepath.Join(t.TempDir(), "seen")
+	planted := "import os\nseen = [p for p in os.listdir('/proc') if p.isdigit()]\n" +
+		"open(" + strconv.Quote(dump) + ", 'w').write('%d %r' % (len(seen), open(" + strconv.Quote(secret) + ").read()))\n" +
+		"__version__ = 'planted'\nclass version:\n    cuda = None\n"
+	os.WriteFile(filepath.Join(dir, "torch.py"), []byte(planted), 0o644)
+	t.Chdir(dir)
+	f := TakeFingerprint(context.Background(), py, "", None)
+	seen, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatalf("the planted torch.py did not run (fingerprint %+v): %v", f, err)
+	}
+	if bytes.Contains(seen, []byte("canary")) {
+		t.Errorf("the probe read the covered file: %s", seen)
+	}
+	if n, _ := strconv.Atoi(strings.Fields(string(seen))[0]); n > 3 {
+		t.Errorf("the probe saw %d processes: not a namespace of its own (%s)", n, seen)
+	}
+	if !strings.HasPrefix(f.Python, "3.") {
+		t.Errorf("fingerprint python %q, want the probe's answer through the namespace", f.Python)
+	}
+}

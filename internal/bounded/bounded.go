@@ -32,6 +32,9 @@ type Options struct {
 	MaxOutput int
 	// Stderr keeps stderr in the output too (else it is discarded).
 	Stderr bool
+	// Argv0, when not empty, is the tool's argv[0] (name is still the
+	// file run).
+	Argv0 string
 	// Env, when not nil, is the tool's environment; nil gives it
 	// gpugate's environment without the credentials (internal/denyenv).
 	Env []string
@@ -79,6 +82,9 @@ func Run(ctx context.Context, o Options, name string, args ...string) (Result, e
 	ctx, cancel := context.WithTimeout(ctx, o.Limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	if o.Argv0 != "" {
+		cmd.Args[0] = o.Argv0
+	}
 	cmd.Env = o.Env
 	if cmd.Env == nil {
 		cmd.Env = denyenv.Filter(os.Environ())
