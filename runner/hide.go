@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -24,7 +25,9 @@ func SetHidden(paths []string) {
 }
 
 // hiddenFiles is SetHidden's list and extra, absolute, cleaned, without
-// duplicates, in order.
+// duplicates, in order; only those that exist (gpugate runs as the job's
+// user: what it cannot see, the job cannot read either), so that the log
+// names what was covered.
 func hiddenFiles(extra []string) []string {
 	hiddenMu.Lock()
 	all := append(append([]string(nil), hidden...), extra...)
@@ -36,6 +39,9 @@ func hiddenFiles(extra []string) []string {
 		}
 		if a, err := filepath.Abs(p); err == nil {
 			p = a
+		}
+		if _, err := os.Stat(p); err != nil {
+			continue
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
