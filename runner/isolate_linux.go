@@ -39,7 +39,7 @@ package runner
 // the new namespaces and writes its uid_map. The init gets CAP_SYS_ADMIN in
 // its user namespace as an ambient capability (it runs as the user's own uid
 // there, not as root), mounts /proc, /dev/shm and the covers, and then
-// re-executes itself with no capability left (capabilities are per thread,
+// sets no_new_privs and re-executes itself with no capability left (capabilities are per thread,
 // and Go's init has several: only an execve drops them from every thread at
 // once). Then it makes itself non-dumpable, so that the job, the same uid
 // without a capability, can neither ptrace it nor open its
@@ -349,6 +349,14 @@ func cover(paths []string) error {
 // then execve, which computes every thread's new sets from them.
 func dropCaps(args []string) error {
 	runtime.LockOSThread()
+	// No new privileges for the init and the job: in the user namespace a
+	// file capability (its root maps to an ancestor namespace's root) would
+	// otherwise still be granted at execve, in this namespace, and
+	// CAP_SYS_ADMIN there could undo the covers. Per thread, kept across
+	// execve and inherited by every child.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
@@ -456,6 +464,9 @@ func jobInit(args []string, ready bool) int {
 	}
 	if spec.User && haveCaps() {
 		return fail(errors.New("the init kept a capability after its set-up"))
+	}
+	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); spec.User && (err != nil || nnp != 1) {
+		return fail(errors.New("the init lost no_new_privs"))
 	}
 	if len(args) < 2 {
 		rep.Err = "init: no job"

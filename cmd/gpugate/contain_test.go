@@ -183,6 +183,9 @@ out = open(sys.argv[1], "w")
 def w(*a):
     print(*a, file=out)
 w("ENV", repr(dict(os.environ)))
+for line in open("/proc/self/status"):
+    if line.startswith(("CapEff:", "CapPrm:", "CapAmb:", "NoNewPrivs:")):
+        w("STATUS", line.strip())
 me = os.getpid()
 pids = [int(p[6:]) for p in glob.glob("/proc/[0-9]*")]
 w("VISIBLE", len(pids))
@@ -373,6 +376,13 @@ func TestContained(t *testing.T) {
 			for _, word := range []string{"-pgpass", "-runner-credentials", "-runner-rsaparams", "-runner-dotrunner", "-dbfile"} {
 				if bytes.Contains(dump, []byte(canary+word)) {
 					t.Errorf("the job found %s", canary+word)
+				}
+			}
+			// The job holds no capability (the init's CAP_SYS_ADMIN, for its
+			// mounts, is gone) and can gain none (no_new_privs).
+			for _, want := range []string{"STATUS CapEff:\t0000000000000000", "STATUS CapPrm:\t0000000000000000", "STATUS CapAmb:\t0000000000000000", "STATUS NoNewPrivs:\t1"} {
+				if !bytes.Contains(dump, []byte(want+"\n")) {
+					t.Errorf("the job's status lacks %q: %s", want, regexp.MustCompile(`(?m)^STATUS .*$`).FindAll(dump, -1))
 				}
 			}
 			// (b) The log names the namespace.
