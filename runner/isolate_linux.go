@@ -159,7 +159,7 @@ func probeIsolation() isolation {
 		why := strings.TrimSpace(fmt.Sprintf("%v %s", err, out))
 		return isolation{what: "none (no namespace could be made: " + escape.Terminal(why) + "): the job can see every process of its user"}
 	}
-	i.what = "PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes)"
+	i.what = "PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes; gpugate runs as root, and so does the job: it could undo the covers, docs/security.md)"
 	if i.user {
 		i.what = "user, PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes)"
 	}
