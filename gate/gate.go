@@ -165,6 +165,9 @@ type Report struct {
 	// Nodes is a Slurm job's ranks by node (nodes.go); omitted for a job
 	// that did not run under Slurm.
 	Nodes *Nodes `json:"nodes,omitempty"`
+	// Cost is what the check spent: runs made and their wall time and
+	// GPU-seconds (cost.go); omitted where no job ran (compare).
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Sampling is how gpugate ab sampled pairs, or gpugate run with repeat:

@@ -67,7 +67,9 @@ func StepSeries(runs []gate.Run) []float64 {
 func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 	r = SafeReport(r)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n", info.Marker)
+	if info.Marker != "" {
+		fmt.Fprintf(&b, "%s\n", info.Marker)
+	}
 	if info.Workload != "" {
 		fmt.Fprintf(&b, "<sub>workload %s</sub>\n\n", mdCode(info.Workload))
 	}
@@ -108,6 +110,9 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 		b.WriteString(howToOpen(info.Traces, info.Omitted))
 	}
 	fmt.Fprintf(&b, "\n<sub>Baseline: %s. Machine: %s.</sub>\n", text(info.Baseline), text(info.Fingerprint))
+	if c := CostText(r.Cost); c != "" {
+		fmt.Fprintf(&b, "\n<sub>Cost of this check: %s.</sub>\n", c)
+	}
 	out := b.Bytes()
 	if len(out) > MaxComment {
 		cut := bytes.LastIndexByte(out[:MaxComment-400], '\n')

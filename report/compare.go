@@ -363,6 +363,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: %s\n", OverheadText(o))
 	}
+	if c := CostText(r.Cost); c != "" {
+		fmt.Fprintf(w, "cost: %s\n", c)
+	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, "warning: %s\n", escape.Terminal(wn))
 	}
