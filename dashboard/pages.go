@@ -124,7 +124,7 @@ func (p runPage) Devices() string {
 var funcs = template.FuncMap{
 	"num":  num,
 	"add1": func(i int) int { return i + 1 },
-	"date": func(r *Run) string { return r.Created.UTC().Format("2006-01-02 15:04") },
+	"date": func(r *Run) string { return r.Created.UTC().Format("2006-01-02 15:04:05") },
 	"ms":   func(ns int64) string { return num(float64(ns) / 1e6) },
 	"pct":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
 }

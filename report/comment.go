@@ -81,6 +81,8 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 		}
 		fmt.Fprintf(&b, "> [!NOTE]\n> **Regression accepted** by the label %s: %s regressed and the pull request says that is intended. Remove the label to gate again.\n\n",
 			mdCode(r.Accepted.Label), strings.Join(names, ", "))
+	case r.Recorded != "":
+		// A recording is a success: the heading says so, no banner.
 	case r.Verdict == stats.NoBaseline || len(r.Metrics) == 0:
 		why := "nothing stored to compare with"
 		if len(r.Warnings) > 0 {
