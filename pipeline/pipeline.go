@@ -301,8 +301,11 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		results[0].Warnings = append(results[0].Warnings, ws...)
 	}
 	doc := report.NewStoredAnalysis(results)
-	if res.MaxRSSBytes > 0 || sj != nil {
-		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes, Slurm: sj}
+	doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes, Slurm: sj, WallSeconds: res.Duration.Seconds(), GPUs: p.FP.GPUCount}
+	if sj != nil && sj.RunMs > 0 {
+		// Under Slurm the wall time holds the queue wait: the run's cost
+		// is its own time.
+		doc.Job.WallSeconds = sj.RunMs / 1000
 	}
 	var buf bytes.Buffer
 	if err := doc.WriteJSON(&buf); err != nil {
