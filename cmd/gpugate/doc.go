@@ -536,9 +536,12 @@ Run 'gpugate help <command>' for details.
 
 	The traces are analyzed and compared with the last runs of the base branch
 	recorded in the baseline database for the same workload and the same
-	hardware/software fingerprint. The report is the one compare prints. With no
-	baseline yet the run passes and says so. -record-baseline stores the run as a
-	baseline of the current branch instead.
+	hardware/software fingerprint. The report is the one compare prints; it is
+	also written into the artifacts folder as report.md (what the PR comment
+	would say) and report.json, each with the cost of the check (runs made,
+	their wall time and GPU-minutes). With no baseline yet the run passes and
+	says so. -record-baseline stores the run as a baseline of the current
+	branch instead.
 
 	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
 

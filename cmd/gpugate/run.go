@@ -71,9 +71,12 @@ killed.
 
 The traces are analyzed and compared with the last runs of the base branch
 recorded in the baseline database for the same workload and the same
-hardware/software fingerprint. The report is the one compare prints. With no
-baseline yet the run passes and says so. -record-baseline stores the run as a
-baseline of the current branch instead.
+hardware/software fingerprint. The report is the one compare prints; it is
+also written into the artifacts folder as report.md (what the PR comment
+would say) and report.json, each with the cost of the check (runs made,
+their wall time and GPU-minutes). With no baseline yet the run passes and
+says so. -record-baseline stores the run as a baseline of the current
+branch instead.
 
 ` + exitStatusHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
