@@ -153,8 +153,8 @@ func typeWord(t reflect.Type) string {
 // use a key are taken from there.
 func configDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	// repeat: auto and deep_dive: {} turn on the defaults that apply to
-	// them; repeat's own default is read from a file without it.
+	// repeat: auto, deep_dive: {} and slurm: {} turn on the defaults that
+	// apply to them; repeat's own default is read from a file without it.
 	const file = "version: 1\nworkloads:\n  - command: x\n"
 	plain, err := config.Parse([]byte(file), "plain.yaml")
 	if err != nil {
@@ -164,7 +164,13 @@ func configDefaults(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// slurm: refuses deep_dive: its defaults come from a file of its own.
+	sc, err := config.Parse([]byte(file+"    slurm: {}\n"), "slurm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.Workloads[0].Repeat = plain.Workloads[0].Repeat
+	c.Workloads[0].Slurm = sc.Workloads[0].Slurm
 	out := map[string]string{}
 	values("", reflect.ValueOf(*c), out)
 	// What the file above sets is no default.
