@@ -378,6 +378,9 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	for _, wn := range rep.Warnings {
 		gha.Warning("gpugate: "+warningTitle(wn), wn)
 	}
+	if rep.Recorded != "" {
+		gha.Notice("gpugate: baseline recorded", fmt.Sprintf("%d run(s) of %s recorded as the baseline of %s", rep.Candidate.Runs, Slug(w.Name), rep.Recorded))
+	}
 	if oc.Err != nil {
 		gha.Error("gpugate: no comparison", oc.Err.Error())
 	}

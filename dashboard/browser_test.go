@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -191,10 +192,7 @@ func TestBrowser(t *testing.T) {
 // the change points where the series has them.
 func TestBrowserChangePoints(t *testing.T) {
 	bctx := browser(t)
-	var tmpl map[string]any
-	if err := json.Unmarshal(doc(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz"), &tmpl); err != nil {
-		t.Fatal(err)
-	}
+	base := doc(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
 	// A fixed, deterministic wobble of about 2%.
 	wobble := []float64{0.012, -0.021, 0.004, 0.018, -0.009, -0.015, 0.022, 0.001, -0.004, 0.013}
 	var runs []baseline.Run
@@ -203,9 +201,19 @@ func TestBrowserChangePoints(t *testing.T) {
 		if i >= 20 && i < 40 {
 			level = 110
 		}
-		p := tmpl["profiles"].([]any)[0].(map[string]any)
-		p["summary"].(map[string]any)["step_time_ms"].(map[string]any)["median"] = level * (1 + wobble[i%len(wobble)])
-		an, _ := json.Marshal(tmpl)
+		// The chart plots each run's mean step (of its stored steps):
+		// every step of the template is stretched to the level (the
+		// template's steps stay apart from each other: each keeps its
+		// start). Re-read the template each time: it is scaled in place.
+		var d map[string]any
+		json.Unmarshal(base, &d)
+		p := d["profiles"].([]any)[0].(map[string]any)
+		for _, s := range p["steps"].([]any) {
+			st := s.(map[string]any)
+			start, end := st["start_ns"].(float64), st["end_ns"].(float64)
+			st["end_ns"] = start + (end-start)*level/100*(1+wobble[i%len(wobble)])
+		}
+		an, _ := json.Marshal(d)
 		runs = append(runs, baseline.Run{ID: int64(100 + i), Workload: "synthetic", Branch: "main", Commit: fmt.Sprintf("%040x", i),
 			Created: time.Unix(1_750_000_000+int64(i)*86400, 0), Kind: "baseline", FingerprintHash: "fp", Analysis: an})
 	}
@@ -337,5 +345,196 @@ func TestBrowserStepPicture(t *testing.T) {
 			t.Errorf("run %d: errors %q, network requests %q", c.run.ID, v.errors, v.remote(dir, ""))
 		}
 		t.Logf("run %d (%s): lanes %q, %d boxes, idle gaps %q", c.run.ID, st.Name, lanes, boxes, idle)
+	}
+}
+
+// niceStep reports whether step is 1, 2 or 5 × 10^k.
+func niceStepOK(step float64) bool {
+	p := math.Pow(10, math.Floor(math.Log10(step)+1e-9))
+	f := step / p
+	for _, n := range []float64{1, 2, 5, 10} {
+		if math.Abs(f-n) < 1e-6 {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAxis: the y ticks of a chart as the browser shows them are round
+// numbers at one step of 1, 2 or 5 × 10^k, their labels the numbers
+// (no 2.814, 46.35, 89.88); a count axis starts at 0; every point of the
+// chart lies between the lowest and highest tick.
+func checkAxis(t *testing.T, chart string, labels []string, values []float64, ys []float64, pointYs []float64, count bool) {
+	t.Helper()
+	if len(values) < 3 || len(values) != len(labels) {
+		t.Errorf("%s: ticks %q: want 3 or more, each with its value", chart, labels)
+		return
+	}
+	step := values[1] - values[0]
+	if !niceStepOK(step) {
+		t.Errorf("%s: tick step %v (ticks %q) is not 1, 2 or 5 × 10^k", chart, step, labels)
+	}
+	for i, v := range values {
+		if want := values[0] + float64(i)*step; math.Abs(v-want) > step*1e-6 {
+			t.Errorf("%s: ticks %q are not evenly spaced", chart, labels)
+			break
+		}
+		if got, err := strconv.ParseFloat(labels[i], 64); err != nil || math.Abs(got-v) > step*1e-6 {
+			t.Errorf("%s: tick label %q is not its value %v", chart, labels[i], v)
+		}
+		if r := math.Round(v / step); math.Abs(v-r*step) > step*1e-6 {
+			t.Errorf("%s: tick %q is not a multiple of the step %v", chart, labels[i], step)
+		}
+	}
+	if count && values[0] != 0 {
+		t.Errorf("%s: a count axis starts at %q, want 0", chart, labels[0])
+	}
+	// SVG y grows downwards: the lowest tick is the largest y.
+	lo, hi := ys[0], ys[len(ys)-1]
+	for _, y := range pointYs {
+		if y > lo+0.5 || y < hi-0.5 {
+			t.Errorf("%s: a point at y=%v lies outside the axis [%v, %v]", chart, y, hi, lo)
+			break
+		}
+	}
+}
+
+// TestBrowserAxes: every chart of the ResNet-50 history has round ticks,
+// the count charts (kernels, sync_calls) an axis from 0 (sync_calls,
+// the same in every run, started at −0.08), the charts plot each run's
+// mean step and say so, and the value a point shows is the mean of that
+// run's kept steps, computed here from the stored steps.
+func TestBrowserAxes(t *testing.T) {
+	bctx := browser(t)
+	runs := resnetStore(t)
+	dir := t.TempDir()
+	site, err := Write(dir, runs, Options{Metrics: []string{"step_time", "kernels", "cpu_wait", "sync_calls", "gpu_util"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := site.Workloads[0]
+	type axisData struct {
+		Labels  []string  `json:"labels"`
+		Values  []float64 `json:"values"`
+		Ys      []float64 `json:"ys"`
+		Points  []float64 `json:"points"`
+		Title   string    `json:"title"`
+		Label0  string    `json:"label0"`
+		NPoints int       `json:"n"`
+	}
+	var charts map[string]axisData
+	v := load(t, bctx, "file://"+dir+"/"+w.File, map[string]any{
+		`Object.fromEntries(Array.from(document.querySelectorAll("svg.chart"), s => [s.id, {
+			labels: Array.from(s.querySelectorAll("text.ytick"), e => e.textContent),
+			values: Array.from(s.querySelectorAll("text.ytick"), e => parseFloat(e.dataset.value)),
+			ys: Array.from(s.querySelectorAll("text.ytick"), e => parseFloat(e.getAttribute("y"))),
+			points: Array.from(s.querySelectorAll(".pt"), e => e.tagName == "circle" ? parseFloat(e.getAttribute("cy")) : parseFloat(e.getAttribute("y"))),
+			title: s.querySelector("text.title").textContent,
+			label0: s.querySelector(".pt").dataset.label,
+			n: s.querySelectorAll(".pt").length}]))`: &charts,
+	})
+	if len(v.errors) > 0 {
+		t.Errorf("errors %q", v.errors)
+	}
+	if len(charts) != 5 {
+		t.Fatalf("%d charts, want 5: %v", len(charts), charts)
+	}
+	for id, c := range charts {
+		metric := strings.TrimPrefix(id, "chart-")
+		count := metric == "kernels" || metric == "sync_calls" || metric == "gpu_util"
+		checkAxis(t, id, c.Labels, c.Values, c.Ys, c.Points, count)
+		if !strings.HasSuffix(c.Title, ", mean") || c.NPoints != len(runs) {
+			t.Errorf("%s: title %q, %d points; want it to say mean, and %d points", id, c.Title, c.NPoints, len(runs))
+		}
+		t.Logf("%s: ticks %q", id, c.Labels)
+	}
+	// The first run's step time as the point shows it, against the mean
+	// of its kept steps (end − start of each stored step), read here from
+	// the stored document without gpugate's code.
+	var stored struct {
+		Profiles []struct {
+			Steps []struct {
+				Start int64 `json:"start_ns"`
+				End   int64 `json:"end_ns"`
+			} `json:"steps"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(runs[0].Analysis, &stored); err != nil || len(stored.Profiles) != 1 || len(stored.Profiles[0].Steps) == 0 {
+		t.Fatalf("stored document: %v", err)
+	}
+	var sum float64
+	for _, s := range stored.Profiles[0].Steps {
+		sum += float64(s.End-s.Start) / 1e6
+	}
+	mean := sum / float64(len(stored.Profiles[0].Steps))
+	label := charts["chart-step_time"].Label0
+	i := strings.LastIndex(label, ": ")
+	shown, err := strconv.ParseFloat(strings.TrimSuffix(label[i+2:], " ms"), 64)
+	if err != nil || math.Abs(shown-mean) > 0.05 {
+		t.Errorf("first point %q shows %v ms, want the mean of its %d kept steps, %.2f ms", label, shown, len(stored.Profiles[0].Steps), mean)
+	}
+}
+
+// TestBrowserIndexHealth: the index shows each workload's base-branch
+// health — its newest baseline run and that run's verdict — and the
+// newer runs of a pull request and of a local feature branch apart,
+// each with its own verdict against main's baseline runs; a regressed
+// pull request does not make main look regressed.
+func TestBrowserIndexHealth(t *testing.T) {
+	bctx := browser(t)
+	runs := resnetStore(t)[:5] // 5 baseline runs of num_workers=4 on main
+	slow := resnetStore(t)[5]  // a num_workers=0 run
+	pr, feature := slow, runs[2]
+	pr.ID, pr.Kind, pr.Branch, pr.Created = 100, "candidate", "pr-7", runs[4].Created.Add(time.Hour)
+	feature.ID, feature.Kind, feature.Branch, feature.Created = 101, "candidate", "my-feature", runs[4].Created.Add(2*time.Hour)
+	dir := t.TempDir()
+	if _, err := Write(dir, append(runs, pr, feature), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Run     string `json:"run"`
+		Branch  string `json:"branch"`
+		Verdict string `json:"verdict"`
+	}
+	var health, others []row
+	v := load(t, bctx, "file://"+dir+"/index.html", map[string]any{
+		`Array.from(document.querySelectorAll("tr.health"), e => ({run: e.dataset.mainRun, branch: e.dataset.branch, verdict: e.dataset.verdict}))`: &health,
+		`Array.from(document.querySelectorAll("tr.other"), e => ({run: e.dataset.otherRun, branch: e.dataset.branch, verdict: e.dataset.verdict}))`: &others,
+	})
+	if len(v.errors) > 0 {
+		t.Errorf("errors %q", v.errors)
+	}
+	main := strconv.FormatInt(runs[4].ID, 10)
+	if len(health) != 1 || health[0].Run != main || health[0].Branch != "main" || health[0].Verdict == "" || health[0].Verdict == "regression" {
+		t.Errorf("health rows %+v, want one: main's newest baseline run %s, judged (not a regression)", health, main)
+	}
+	want := []row{{"101", "my-feature", ""}, {"100", "pr-7", "regression"}}
+	if len(others) != 2 || others[0].Run != want[0].Run || others[0].Branch != want[0].Branch || others[1] != want[1] || others[0].Verdict == "regression" || others[0].Verdict == "" {
+		t.Errorf("other runs %+v, want the feature branch's run 101 (the baseline's own capture: no regression) and then the pull request's run 100, a regression", others)
+	}
+}
+
+// TestBrowserCPUBreakdown: the run page of a run without GPU activity
+// (a gloo rank) splits its step into host parts; nothing on it says GPU
+// idle.
+func TestBrowserCPUBreakdown(t *testing.T) {
+	bctx := browser(t)
+	an := doc(t, "kineto/hta-cpu-only-edge/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+	r := baseline.Run{ID: 7, Workload: "gloo", Branch: "main", Commit: "c1", Created: time.Unix(1_750_000_000, 0), Kind: "baseline", FingerprintHash: "cpu", Analysis: an}
+	dir := t.TempDir()
+	if _, err := Write(dir, []baseline.Run{r}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var bar []string
+	var body string
+	load(t, bctx, "file://"+dir+"/run-7.html", map[string]any{
+		`Array.from(document.querySelectorAll(".bar div"), e => e.dataset.label)`: &bar,
+		`document.body.innerText`: &body,
+	})
+	if len(bar) == 0 || !strings.HasPrefix(bar[len(bar)-1], "other host time ") {
+		t.Errorf("step bar %q: want it to end with other host time", bar)
+	}
+	if strings.Contains(body, "GPU idle") {
+		t.Errorf("a CPU run's page says GPU idle:\n%s", body)
 	}
 }

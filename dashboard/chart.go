@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
@@ -27,6 +28,7 @@ type Chart struct {
 type Tick struct {
 	Pos   float64
 	Label string
+	Value float64
 }
 
 // Series is the runs of one kind, branch and fingerprint: a history never
@@ -56,6 +58,7 @@ type ChangeMark struct {
 	Before, Run *Run
 	Change      stats.Change
 	Fingerprint string
+	Branch      string // the series' branch
 	Label       string
 }
 
@@ -75,21 +78,16 @@ func newChart(w *Workload, m analysis.Metric, co stats.ChangeOptions) *Chart {
 	if math.IsInf(lo, 1) {
 		return nil
 	}
-	if hi == lo {
-		lo, hi = lo-max(1, math.Abs(lo)*0.05), hi+max(1, math.Abs(hi)*0.05)
-	}
-	pad := (hi - lo) * 0.08
-	lo, hi = lo-pad, hi+pad
+	lo, hi, ticks := axis(lo, hi, fromZero(m))
 	n := float64(len(w.Runs))
 	x := func(i int) float64 { return c.Left + (float64(i)+0.5)*(c.Right-c.Left)/n }
 	y := func(v float64) float64 { return c.Bottom - (v-lo)/(hi-lo)*(c.Bottom-c.Top) }
-	for i := range 5 {
-		v := lo + (hi-lo)*float64(i)/4
-		c.YTicks = append(c.YTicks, Tick{y(v), num(v)})
+	for _, t := range ticks {
+		c.YTicks = append(c.YTicks, Tick{Pos: y(t.Value), Label: t.Label, Value: t.Value})
 	}
 	step := max(1, len(w.Runs)/10)
 	for i := 0; i < len(w.Runs); i += step {
-		c.XTicks = append(c.XTicks, Tick{x(i), fmt.Sprintf("#%d", i+1)})
+		c.XTicks = append(c.XTicks, Tick{Pos: x(i), Label: fmt.Sprintf("#%d", i+1), Value: float64(i + 1)})
 	}
 	colors := map[string]string{}
 	byKey := map[string]*Series{}
@@ -124,7 +122,7 @@ func newChart(w *Workload, m analysis.Metric, co stats.ChangeOptions) *Chart {
 		s.Line = strings.TrimSpace(b.String())
 		for _, cp := range stats.ChangePoints(xs, co) {
 			after, before := s.Points[cp.Index].Run, s.Points[cp.Index-1].Run
-			mark := &ChangeMark{X: (s.Points[cp.Index-1].X + s.Points[cp.Index].X) / 2, Before: before, Run: after, Change: cp, Fingerprint: s.Fingerprint}
+			mark := &ChangeMark{X: (s.Points[cp.Index-1].X + s.Points[cp.Index].X) / 2, Before: before, Run: after, Change: cp, Fingerprint: s.Fingerprint, Branch: s.Branch}
 			mark.Label = fmt.Sprintf("change point: %s %s → %s %s (%+.1f%%%s), p=%.3f, between %s (run %d, #%d) and %s (run %d, #%d)",
 				num(cp.Before), m.Unit, num(cp.After), m.Unit, 100*cp.Relative(), interval(cp, m.Unit), cp.P,
 				before.Short(), before.ID, before.Index+1, after.Short(), after.ID, after.Index+1)
@@ -132,6 +130,69 @@ func newChart(w *Workload, m analysis.Metric, co stats.ChangeOptions) *Chart {
 		}
 	}
 	return c
+}
+
+// fromZero reports whether m's axis starts at 0: counts and ratios, whose
+// size is read from the bar's height (a count axis from 2.8 to 3.2 made
+// one more kernel look like a doubling, one from −0.08 a negative count).
+// Times and sizes keep an axis around their values, where a drift of a
+// few per cent shows.
+func fromZero(m analysis.Metric) bool { return m.Unit == "count" || m.Unit == "ratio" }
+
+// axis picks a value axis for values from lo to hi: about five ticks at
+// steps of 1, 2 or 5 × 10^k, the bounds on ticks, so that every label is
+// a round number (not 2.814, 46.35, 89.88); from 0 when zero is set.
+func axis(lo, hi float64, zero bool) (float64, float64, []Tick) {
+	if zero && lo < 0 {
+		zero = false // not a count after all: keep the values in view
+	}
+	if zero {
+		lo = 0
+	}
+	if hi == lo {
+		d := math.Abs(lo) * 0.05
+		if d == 0 {
+			d = 1
+		}
+		if zero {
+			lo, hi = 0, hi+d
+		} else {
+			lo, hi = lo-d, hi+d
+		}
+	}
+	step := niceStep(lo, hi)
+	a, b := math.Floor(lo/step), math.Ceil(hi/step)
+	if zero {
+		a = 0
+	}
+	dec := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	var ticks []Tick
+	for k := a; k <= b; k++ {
+		label := strconv.FormatFloat(k*step, 'f', dec, 64)
+		v, _ := strconv.ParseFloat(label, 64) // 0.3, not 0.30000000000000004
+		if v == 0 {
+			v, label = 0, "0" // not -0
+		}
+		ticks = append(ticks, Tick{Value: v, Label: label})
+	}
+	// The ticks' values are their labels' (0.3, not 0.30000000000000004):
+	// a value a rounding beyond them still lies on the axis.
+	return min(ticks[0].Value, lo), max(ticks[len(ticks)-1].Value, hi), ticks
+}
+
+// niceStep is the step of 1, 2 or 5 × 10^k whose ticks cut lo..hi into
+// the number of intervals closest to 5 (the larger step on a tie).
+func niceStep(lo, hi float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10((hi-lo)/5)))
+	best, bestD := 0.0, math.Inf(1)
+	for _, f := range []float64{1, 2, 5, 10} {
+		step := f * p
+		n := math.Ceil(hi/step-1e-9) - math.Floor(lo/step+1e-9)
+		if d := math.Abs(n - 5); d <= bestD {
+			best, bestD = step, d
+		}
+	}
+	return best
 }
 
 // interval is the Hodges–Lehmann shift and its interval, for a label.

@@ -34,6 +34,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
@@ -49,6 +50,10 @@ type Options struct {
 	// Metrics are the metrics charted, by name; nil means the gate's
 	// default metrics (gate.DefaultGate).
 	Metrics []string
+	// Branch is the base branch, whose baseline runs are a workload's
+	// health on the index; "" picks main, else master, else the branch
+	// with the most baseline runs (MainBranch).
+	Branch string
 }
 
 // Site is what Write wrote, for the command's message and for tests.
@@ -64,13 +69,45 @@ type Workload struct {
 	Runs []*Run // oldest first
 	// Charts are one per metric with values, in Options.Metrics order.
 	Charts []*Chart
-	// Verdict is the newest run's against the baseline runs before it of
-	// its fingerprint (gate.Compare), or "" when there are none.
+	// Latest is the newest run of any kind and branch.
+	Latest *Run
+	// Branch is the base branch (Options.Branch, MainBranch), and Main
+	// its newest baseline run: the workload's health is Main's, not that
+	// of whatever ran last (a pull request's candidate, a local run of a
+	// feature branch). Nil when the branch has no baseline run.
+	Branch string
+	Main   *Run
+	// Verdict is Main's against up to 5 baseline runs of the branch and
+	// its fingerprint before it (gate.Compare), or "" when there are none.
 	Verdict string
-	Latest  *Run
-	// Spark is the step-time trend of the newest run's fingerprint.
+	// Changes counts the change points of the branch's baseline runs, by
+	// metric, in chart order.
+	Changes []MetricChanges
+	// Others are the runs that are not the branch's baseline runs (pull
+	// requests' candidates, other branches), newest first, at most
+	// MaxOthers; OthersN counts them all.
+	Others  []*Other
+	OthersN int
+	// Spark is the step-time trend of the branch's baseline runs on
+	// Main's fingerprint.
 	Spark *Chart
 }
+
+// MetricChanges is the number of change points of one metric.
+type MetricChanges struct {
+	Metric string
+	N      int
+}
+
+// Other is a run apart from the base branch's health, with its verdict
+// against the branch's baseline runs of its fingerprint before it.
+type Other struct {
+	*Run
+	Verdict string
+}
+
+// MaxOthers bounds the runs the index lists apart from the main health.
+const MaxOthers = 5
 
 // Run is one stored run as the site shows it.
 type Run struct {
@@ -78,12 +115,45 @@ type Run struct {
 	Doc *report.Analysis
 	// Index is the run's position in its workload's history, from 0.
 	Index int
-	// Values are the run's value of each metric (its median step, the
-	// mean over ranks for a multi-rank run), by metric name.
+	// Values are the run's value of each metric, by metric name: its mean
+	// step, ranks combined as the gate combines them (runValue).
 	Values map[string]float64
 	File   string // "run-<id>.html"
 	// Step is the picture of the run's median step, when known.
 	Step *StepPicture
+}
+
+// Cost is the run's cost as the job's wall time and GPU-seconds (wall
+// time × the machine's GPUs), as gpugate run recorded it; "" for a run
+// stored without it.
+func (r *Run) Cost() string {
+	j := r.Doc.Job
+	if j == nil || !(j.WallSeconds > 0) || j.WallSeconds > 1e9 {
+		return ""
+	}
+	return report.CostText(&gate.Cost{Runs: 1, WallSeconds: j.WallSeconds, GPUs: max(j.GPUs, 0), GPUSeconds: j.WallSeconds * float64(max(j.GPUs, 0))})
+}
+
+// Cost is what the workload's runs that recorded it cost together.
+func (w *Workload) Cost() string {
+	var c gate.Cost
+	for _, r := range w.Runs {
+		if j := r.Doc.Job; j != nil && j.WallSeconds > 0 && j.WallSeconds <= 1e9 {
+			c.Runs++
+			c.WallSeconds += j.WallSeconds
+			c.GPUSeconds += j.WallSeconds * float64(max(j.GPUs, 0))
+			c.GPUs = max(c.GPUs, j.GPUs)
+		}
+	}
+	if c.Runs == 0 {
+		return ""
+	}
+	s := report.CostText(&c)
+	if c.GPUs > 0 {
+		// Machines may differ: the GPU-minutes are the runs' own sum.
+		s = fmt.Sprintf("%d runs of the job, %s of wall time, %.1f GPU-minutes", c.Runs, time.Duration(c.WallSeconds*float64(time.Second)).Round(time.Second), c.GPUSeconds/60)
+	}
+	return s
 }
 
 // Short is the run's commit, shortened.
@@ -138,7 +208,8 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 			byName[br.Workload] = w
 			site.Workloads = append(site.Workloads, w)
 		}
-		r := &Run{Run: br, Doc: doc, Index: len(w.Runs), Values: values(doc, metrics), File: fmt.Sprintf("run-%d.html", br.ID)}
+		r := &Run{Run: br, Doc: doc, Index: len(w.Runs), File: fmt.Sprintf("run-%d.html", br.ID)}
+		r.Values = values(gate.Run(doc.Results()), metrics)
 		r.Step = stepFromDoc(doc)
 		w.Runs = append(w.Runs, r)
 	}
@@ -156,10 +227,95 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 			}
 		}
 		w.Latest = w.Runs[len(w.Runs)-1]
-		w.Verdict = verdict(w)
-		w.Spark = spark(w)
+		w.Branch = cmp.Or(o.Branch, MainBranch(w.Runs))
+		health(w)
 	}
 	return site, nil
+}
+
+// MainBranch is the base branch of a history: main or master when it
+// has baseline runs, else the branch with the most (the newest on a tie).
+func MainBranch(runs []*Run) string {
+	n := map[string]int{}
+	best := ""
+	for _, r := range runs { // oldest first: a tie goes to the newer
+		if r.Kind != "baseline" {
+			continue
+		}
+		n[r.Branch]++
+		if best == "" || n[r.Branch] >= n[best] {
+			best = r.Branch
+		}
+	}
+	for _, b := range []string{"main", "master"} {
+		if n[b] > 0 {
+			return b
+		}
+	}
+	return best
+}
+
+// health fills in the workload's main-branch health, and its other runs
+// apart.
+func health(w *Workload) {
+	onBranch := func(r *Run) bool { return r.Kind == "baseline" && r.Branch == w.Branch }
+	for i := len(w.Runs) - 1; i >= 0; i-- {
+		r := w.Runs[i]
+		if onBranch(r) {
+			if w.Main == nil {
+				w.Main = r
+			}
+			continue
+		}
+		w.OthersN++
+		if len(w.Others) < MaxOthers {
+			w.Others = append(w.Others, &Other{Run: r})
+		}
+	}
+	// The verdicts, against the branch's baseline runs before each.
+	judge := func(r *Run) string {
+		var base []gate.Run
+		for i := r.Index - 1; i >= 0 && len(base) < 5; i-- {
+			b := w.Runs[i]
+			if onBranch(b) && b.FingerprintHash == r.FingerprintHash {
+				base = append(base, gate.Run(b.Doc.Results()))
+			}
+		}
+		if len(base) == 0 {
+			return ""
+		}
+		return string(gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, gate.Options{}).Verdict)
+	}
+	if w.Main != nil {
+		w.Verdict = judge(w.Main)
+	}
+	for _, o := range w.Others {
+		o.Verdict = judge(o.Run)
+	}
+	for _, c := range w.Charts {
+		n := 0
+		for _, m := range c.Changes {
+			if m.Branch == w.Branch {
+				n++
+			}
+		}
+		if n > 0 {
+			w.Changes = append(w.Changes, MetricChanges{c.Metric.Name, n})
+		}
+	}
+	if w.Main == nil {
+		return
+	}
+	for _, c := range w.Charts {
+		if c.Metric.Name != "step_time" {
+			continue
+		}
+		for _, s := range c.Series {
+			if s.Kind == "baseline" && s.Branch == w.Branch && s.Fingerprint == w.Main.FingerprintHash {
+				w.Spark = sparkChart(s)
+			}
+		}
+	}
 }
 
 func (site *Site) write(dir string) error {
@@ -193,59 +349,38 @@ func (site *Site) write(dir string) error {
 	return nil
 }
 
-// values are a run's per-metric numbers: each profile's median step (the
-// summaries leave the edge steps out, as the gate does), and for a
-// multi-rank run the mean over its ranks.
-func values(doc *report.Analysis, metrics []analysis.Metric) map[string]float64 {
+// values are a run's per-metric numbers (runValue).
+func values(run gate.Run, metrics []analysis.Metric) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range metrics {
-		var sum float64
-		n := 0
-		for _, p := range doc.Profiles {
-			if s, ok := p.Summary[m.Key()]; ok && s.N > 0 && !math.IsNaN(s.Median) && !math.IsInf(s.Median, 0) {
-				sum += s.Median
-				n++
-			}
-		}
-		if n > 0 {
-			out[m.Name] = sum / float64(n)
+		if v, ok := runValue(run, m); ok {
+			out[m.Name] = v
 		}
 	}
 	return out
 }
 
-// verdict compares the newest run with up to 5 baseline runs of its
-// fingerprint before it, as the gate would.
-func verdict(w *Workload) string {
-	last := w.Latest
-	var base []gate.Run
-	for i := len(w.Runs) - 2; i >= 0 && len(base) < 5; i-- {
-		r := w.Runs[i]
-		if r.Kind == "baseline" && r.FingerprintHash == last.FingerprintHash {
-			base = append(base, gate.Run(r.Doc.Results()))
-		}
+// runValue is a run's value of metric m as the gate judges it: per step,
+// the ranks combined (gate.Samples: the slowest rank's time, the job's
+// count, the mean ratio), then the mean over the kept steps, which is what
+// a run contributes to the verdict (each run's mean step, docs/verdicts.md).
+// It is the dashboard's one source of a per-run value: the charts, the
+// change points and the sparkline read it; the gate's own per-run value,
+// once exported, belongs here.
+func runValue(run gate.Run, m analysis.Metric) (float64, bool) {
+	s := gate.Samples([]gate.Run{run}, m)
+	if len(s) == 0 || len(s[0]) == 0 {
+		return 0, false
 	}
-	if len(base) == 0 {
-		return ""
+	var sum float64
+	for _, v := range s[0] {
+		sum += v
 	}
-	rep := gate.Compare(base, []gate.Run{gate.Run(last.Doc.Results())}, gate.Options{})
-	return string(rep.Verdict)
-}
-
-// spark is the step-time trend of the newest run's fingerprint's baseline
-// runs, without axes.
-func spark(w *Workload) *Chart {
-	for _, c := range w.Charts {
-		if c.Metric.Name != "step_time" {
-			continue
-		}
-		for _, s := range c.Series {
-			if s.Fingerprint == w.Latest.FingerprintHash && s.Kind == "baseline" {
-				return sparkChart(s)
-			}
-		}
+	v := sum / float64(len(s[0]))
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
 	}
-	return nil
+	return v, true
 }
 
 // sortedKeys returns m's keys in order.

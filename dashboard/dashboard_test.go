@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"html/template"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -167,15 +168,20 @@ func TestResNetHistory(t *testing.T) {
 		t.Errorf("index lacks the workload link, its trend or the newest run's verdict (%q)", w.Verdict)
 	}
 	// A candidate run of num_workers=0 after the 5 of num_workers=4: the
-	// index says it regressed.
+	// index says it regressed, apart from main's health, which it does
+	// not touch (the newest baseline run against the 4 before it).
 	cand := runs[5]
 	cand.Kind, cand.Branch = "candidate", "pr"
 	site, err = Write(t.TempDir(), append(runs[:5:5], cand), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := site.Workloads[0].Verdict; v != "regression" {
-		t.Errorf("num_workers=0 candidate against 5 baseline runs of num_workers=4: verdict %q, want regression", v)
+	w = site.Workloads[0]
+	if len(w.Others) != 1 || w.Others[0].ID != cand.ID || w.Others[0].Verdict != "regression" {
+		t.Errorf("num_workers=0 candidate against 5 baseline runs of num_workers=4: others %+v, want it with verdict regression", w.Others)
+	}
+	if w.Main == nil || w.Main.ID != runs[4].ID || w.Verdict == "regression" || w.Verdict == "" {
+		t.Errorf("main's health: newest baseline run %v, verdict %q; want run %d, judged against the 4 before it (the same capture: no regression)", w.Main, w.Verdict, runs[4].ID)
 	}
 }
 
@@ -370,4 +376,78 @@ func stepBoxes(page string) []float64 {
 		ws = append(ws, w)
 	}
 	return ws
+}
+
+// TestAxis: a value axis has round ticks at one step of 1, 2 or 5 × 10^k
+// covering every value, about five of them; a count axis starts at 0,
+// also when every run has the same count (it started at −0.08).
+func TestAxis(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi float64
+		zero   bool
+		want   string
+	}{
+		{2.814, 89.88, false, "0 20 40 60 80 100"},
+		{121.1, 177.9, false, "120 130 140 150 160 170 180"},
+		{0, 0, true, "0 0.2 0.4 0.6 0.8 1.0"},
+		{1, 1, true, "0 0.2 0.4 0.6 0.8 1.0"},
+		{44, 96, true, "0 20 40 60 80 100"},
+		{0.00031, 0.00047, false, "0.00030 0.00035 0.00040 0.00045 0.00050"},
+		{-3, 7, false, "-4 -2 0 2 4 6 8"},
+	} {
+		lo, hi, ticks := axis(c.lo, c.hi, c.zero)
+		var got []string
+		for _, tk := range ticks {
+			got = append(got, tk.Label)
+		}
+		if strings.Join(got, " ") != c.want || math.Abs(lo-ticks[0].Value) > 1e-12 || math.Abs(hi-ticks[len(ticks)-1].Value) > 1e-12 {
+			t.Errorf("axis(%v, %v, %v) = [%v, %v] %q, want %s", c.lo, c.hi, c.zero, lo, hi, got, c.want)
+		}
+	}
+	// Any range: the ticks cover it, 3 to 9 of them, at a 1-2-5 step.
+	for i := range 2000 {
+		a := math.Pow(10, float64(i%13-6)) * (1 + float64(i%7))
+		b := a * (1 + math.Pow(10, float64(i%5-3))*(1+float64(i%3)/3))
+		zero := i%2 == 0
+		lo, hi, ticks := axis(a, b, zero)
+		step := ticks[1].Value - ticks[0].Value
+		if lo > a || hi < b || len(ticks) < 3 || len(ticks) > 9 || (zero && lo != 0) || !niceStepOK(step) {
+			t.Fatalf("axis(%v, %v, %v) = [%v, %v] with %d ticks at %v", a, b, zero, lo, hi, len(ticks), step)
+		}
+	}
+}
+
+// TestRunCost: a run stored with its job's wall time shows its cost (and
+// the GPU-minutes: wall time × the machine's GPUs) on its page and in the
+// workload's runs; one stored without it says so.
+func TestRunCost(t *testing.T) {
+	var d map[string]any
+	if err := json.Unmarshal(doc(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz"), &d); err != nil {
+		t.Fatal(err)
+	}
+	d["job"] = map[string]any{"max_rss_bytes": 0, "wall_s": 90.4, "gpus": 8}
+	withCost, _ := json.Marshal(d)
+	delete(d, "job")
+	without, _ := json.Marshal(d)
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	runs := []baseline.Run{
+		{ID: 1, Workload: "w", Branch: "main", Commit: "c1", Created: start, Kind: "baseline", FingerprintHash: "fp", Analysis: without},
+		{ID: 2, Workload: "w", Branch: "main", Commit: "c2", Created: start.Add(time.Hour), Kind: "baseline", FingerprintHash: "fp", Analysis: withCost},
+		{ID: 3, Workload: "w", Branch: "main", Commit: "c3", Created: start.Add(2 * time.Hour), Kind: "baseline", FingerprintHash: "fp", Analysis: withCost},
+	}
+	dir := t.TempDir()
+	site, err := Write(dir, runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 90.4 s × 8 GPUs = 723.2 GPU-s = 12.05 GPU-minutes; two runs: 24.1.
+	if p := read(t, dir, "run-2.html"); !strings.Contains(p, `<td class="cost">1 run of the job, 1m30s of wall time, 8 GPUs: 12.1 GPU-minutes</td>`) {
+		t.Errorf("run page lacks its cost:\n%s", p)
+	}
+	if p := read(t, dir, "run-1.html"); !strings.Contains(p, `<td class="cost">not recorded</td>`) {
+		t.Error("a run stored without its wall time does not say so")
+	}
+	if p := read(t, dir, site.Workloads[0].File); !strings.Contains(p, `<p class="cost">Cost: 2 runs of the job, 3m1s of wall time, 24.1 GPU-minutes.</p>`) {
+		t.Errorf("workload page lacks the runs' cost:\n%s", p)
+	}
 }

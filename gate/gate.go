@@ -169,6 +169,14 @@ type Report struct {
 	// Nodes is a Slurm job's ranks by node (nodes.go); omitted for a job
 	// that did not run under Slurm.
 	Nodes *Nodes `json:"nodes,omitempty"`
+	// Cost is what the check spent: runs made and their wall time and
+	// GPU-seconds (cost.go); omitted where no job ran (compare).
+	Cost *Cost `json:"cost,omitempty"`
+	// Recorded is the branch whose baseline the candidate runs were
+	// recorded as (baseline refresh, run -record-baseline): the verdict is
+	// no-baseline, as nothing was compared, and the recording is a
+	// success, not a warning. Omitted otherwise.
+	Recorded string `json:"recorded,omitempty"`
 }
 
 // Sampling is how gpugate ab sampled pairs, or gpugate run with repeat:

@@ -225,6 +225,7 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		first = 0
 	}
 	start := time.Now()
+	var spent Tally            // every run, the warm-up pair's too: the cost
 	var measured time.Duration // wall time of the measured pairs
 	stopped := ""
 	for i := first; i <= pairs; i++ {
@@ -241,10 +242,12 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 			if i == 0 {
 				tag, label = tag+"*", tag+" (warm-up, discarded)"
 			}
+			runStart := time.Now()
 			once, err := plans[s.Name].RunOnce(ctx, filepath.Join(o.Out, fmt.Sprintf("%s%d", s.Name, i)))
 			if err != nil {
 				return nil, fmt.Errorf("ab %s run %d: %w", s.Name, i, err)
 			}
+			spent.Add(time.Since(runStart))
 			order = append(order, tag)
 			iso.noteIsolation(once)
 			fmt.Fprintf(o.Log, "gpugate: ab %s %s %s: %d steps in %.1fs\n", label, s.Name, Short(s.Commit), len(once.Run[0].Steps), once.Duration.Seconds())
@@ -305,8 +308,9 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		rep.Warnings = append(rep.Warnings, "A/B: base and head ran on different software, as their training processes report it: "+strings.Join(d, "; ")+" (base != head)")
 	}
 	if w.DeepDive != nil && rep.Verdict == stats.Regression {
-		rep.DeepDive = abDeepDive(ctx, o, rep, plans["base"], plans["head"], o.Out)
+		rep.DeepDive = abDeepDive(ctx, o, rep, plans["base"], plans["head"], o.Out, &spent)
 	}
+	rep.Cost = spent.Cost(plans["head"].FP.GPUCount)
 	desc := fmt.Sprintf("A/B: %s@%s, %d run(s) interleaved with head", o.Base, Short(base.Commit), len(baseRuns))
 	return &Outcome{Workload: w.Name, Report: rep, Base: baseRuns, Cand: headRuns, Fingerprint: plans["head"].FP, Baseline: desc}, nil
 }

@@ -75,6 +75,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 			return nil, err
 		}
 		ex.RunTime += time.Since(start) // the job, its analysis and its record
+		ex.Spent.Add(time.Since(start))
 	}
 	n := len(ex.Runs)
 	smp := &gate.Sampling{Unit: stats.UnitRun, Runs: n, MaxRuns: w.MaxRuns, MinRuns: 1, LookAlpha: lookAlpha,

@@ -99,6 +99,7 @@ type ncuRun struct {
 	out     string // the side's folder for reports and logs
 	side    string // "head" or "base", for names and logs
 	log     io.Writer
+	spent   *Tally // counts each ncu run, for the report's cost; nil: not counted
 }
 
 // workdirOf is the folder the workload runs in when its config lives in dir
@@ -145,6 +146,7 @@ func (r *ncuRun) profile(ctx context.Context, targets []ncu.Target) []profiled {
 			Timeout: ncuTimeoutFactor * time.Duration(r.w.Timeout), Profiler: runner.None, Out: d.OutDir,
 			Output: r.log, StopCommands: inActions(),
 		})
+		r.spent.Add(time.Since(start))
 		if err != nil {
 			out[i].note = clipNote("ncu run failed: " + err.Error())
 			continue
@@ -286,7 +288,7 @@ func deepDive(ctx context.Context, o Options, ex *Execution, rep *gate.Report, s
 	for i, p := range picks {
 		targets[i] = ncu.Target{Name: p.Name, Skip: launchSkip(w, p.CandidateCount)}
 	}
-	head := (&ncuRun{ncu: a.NCU, w: w, workdir: workdirOf(w, o.Dir), out: filepath.Join(dir, "head"), side: "head", log: o.Log}).profile(ctx, targets)
+	head := (&ncuRun{ncu: a.NCU, w: w, workdir: workdirOf(w, o.Dir), out: filepath.Join(dir, "head"), side: "head", log: o.Log, spent: &ex.Spent}).profile(ctx, targets)
 
 	// The baseline's side, from the store: the newest stored deep-dive of
 	// each kernel among the selected runs.
@@ -384,7 +386,7 @@ func recordDeepDive(ctx context.Context, o Options, ex *Execution, store *baseli
 	for i, p := range picks {
 		targets[i] = ncu.Target{Name: p.Name, Skip: launchSkip(w, p.CandidateCount)}
 	}
-	ps := (&ncuRun{ncu: a.NCU, w: w, workdir: workdirOf(w, o.Dir), out: filepath.Join(dir, "baseline"), side: "baseline", log: o.Log}).profile(ctx, targets)
+	ps := (&ncuRun{ncu: a.NCU, w: w, workdir: workdirOf(w, o.Dir), out: filepath.Join(dir, "baseline"), side: "baseline", log: o.Log, spent: &ex.Spent}).profile(ctx, targets)
 	for i, p := range ps {
 		if p.launch != nil {
 			fmt.Fprintf(o.Log, "gpugate: deep-dive %s: %s\n", escape.Terminal(picks[i].Name), ncu.Describe(p.launch))
@@ -434,7 +436,7 @@ func busiestKernels(runs []gate.Run, n int) []pick {
 // abDeepDive is the deep-dive of gpugate ab after a regression: both sides
 // are checked out, so both are profiled, base first, each in its own
 // checkout.
-func abDeepDive(ctx context.Context, o ABOptions, rep *gate.Report, base, head *Plan, out string) *ncu.DeepDiveReport {
+func abDeepDive(ctx context.Context, o ABOptions, rep *gate.Report, base, head *Plan, out string, spent *Tally) *ncu.DeepDiveReport {
 	w := o.Workload
 	a := ncu.Probe(ctx, ncuPath(o.NCU))
 	if !a.OK {
@@ -458,8 +460,8 @@ func abDeepDive(ctx context.Context, o ABOptions, rep *gate.Report, base, head *
 			baseIdx = append(baseIdx, i)
 		}
 	}
-	bs := (&ncuRun{ncu: a.NCU, w: w, workdir: base.workdir, out: filepath.Join(dir, "base"), side: "base", log: o.Log}).profile(ctx, baseTargets)
-	hs := (&ncuRun{ncu: a.NCU, w: w, workdir: head.workdir, out: filepath.Join(dir, "head"), side: "head", log: o.Log}).profile(ctx, headTargets)
+	bs := (&ncuRun{ncu: a.NCU, w: w, workdir: base.workdir, out: filepath.Join(dir, "base"), side: "base", log: o.Log, spent: spent}).profile(ctx, baseTargets)
+	hs := (&ncuRun{ncu: a.NCU, w: w, workdir: head.workdir, out: filepath.Join(dir, "head"), side: "head", log: o.Log, spent: spent}).profile(ctx, headTargets)
 	baseOf := map[int]*profiled{}
 	for j, i := range baseIdx {
 		baseOf[i] = &bs[j]

@@ -444,7 +444,7 @@ func TestDeepDiveAB(t *testing.T) {
 	}
 	baseDir, headDir := t.TempDir(), t.TempDir()
 	out := t.TempDir()
-	d := abDeepDive(ctx, ABOptions{Config: c, Workload: w}, r, &Plan{workdir: baseDir}, &Plan{workdir: headDir}, out)
+	d := abDeepDive(ctx, ABOptions{Config: c, Workload: w}, r, &Plan{workdir: baseDir}, &Plan{workdir: headDir}, out, nil)
 	cs := calls(t, log)
 	if len(cs) != 3 {
 		t.Fatalf("%d ncu runs, want 3 (julia on base, julia and the new kernel on head)", len(cs))

@@ -103,6 +103,9 @@ type Outcome struct {
 	// BaseStep is the median step of a stored baseline run (the newest
 	// that has one), for step.svg: stored runs keep no trace.
 	BaseStep *report.StepTimeline
+	// Out is the artifacts folder of the runs (gpugate run writes
+	// report.md and report.json there); "" for A/B.
+	Out string
 }
 
 // Execution is the runs of a workload, analyzed.
@@ -124,6 +127,10 @@ type Execution struct {
 	RunIDs []int64
 	// Conditions are each run's run conditions, in the order of Runs.
 	Conditions []*gate.Conditions
+	// Made is when each run was done (its job ended and its traces were
+	// analyzed), in the order of Runs: the store's created time of each,
+	// so that the runs of one refresh do not share one.
+	Made []time.Time
 	// Start is when the first run started; RunTime the wall time of the
 	// profiled runs (each: the job, its analysis, its record), for repeat:
 	// auto's budget.
@@ -134,6 +141,33 @@ type Execution struct {
 	// report.
 	Isolation         string
 	IsolationWarnings []string
+	// Spent counts every run of the job this check made (the profiled
+	// ones, the unprofiled pass, ncu's) and their wall time: its cost.
+	Spent Tally
+}
+
+// Tally counts job runs and their wall time, for a report's Cost.
+type Tally struct {
+	Runs int
+	Wall time.Duration
+}
+
+// Add counts one run that took d; a nil Tally counts nothing.
+func (t *Tally) Add(d time.Duration) {
+	if t != nil {
+		t.Runs++
+		t.Wall += d
+	}
+}
+
+// Cost is the tally as a report's cost on a machine of gpus GPUs; nil
+// when no run was made.
+func (t Tally) Cost(gpus int) *gate.Cost {
+	if t.Runs == 0 {
+		return nil
+	}
+	s := t.Wall.Seconds()
+	return &gate.Cost{Runs: t.Runs, WallSeconds: s, GPUs: gpus, GPUSeconds: s * float64(gpus)}
 }
 
 // add appends one run that took wall time took.
@@ -141,12 +175,16 @@ func (ex *Execution) add(once *Once, took time.Duration) {
 	ex.StepTimes = append(ex.StepTimes, once.StepTimes...)
 	ex.RunTime += took
 	ex.noteIsolation(once)
+	if took > 0 { // repeat: auto's runs count their own (auto.go)
+		ex.Spent.Add(took)
+	}
 	if once.Run == nil {
 		return
 	}
 	ex.Runs = append(ex.Runs, once.Run)
 	ex.Docs = append(ex.Docs, once.Doc)
 	ex.Conditions = append(ex.Conditions, once.Conditions)
+	ex.Made = append(ex.Made, time.Now())
 }
 
 // noteIsolation keeps the first run's isolation and every run's warnings.
@@ -286,8 +324,11 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		results[0].Warnings = append(results[0].Warnings, ws...)
 	}
 	doc := report.NewStoredAnalysis(results)
-	if res.MaxRSSBytes > 0 || sj != nil {
-		doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes, Slurm: sj}
+	doc.Job = &report.Job{MaxRSSBytes: res.MaxRSSBytes, Slurm: sj, WallSeconds: res.Duration.Seconds(), GPUs: p.FP.GPUCount}
+	if sj != nil && sj.RunMs > 0 {
+		// Under Slurm the wall time holds the queue wait: the run's cost
+		// is its own time.
+		doc.Job.WallSeconds = sj.RunMs / 1000
 	}
 	var buf bytes.Buffer
 	if err := doc.WriteJSON(&buf); err != nil {
@@ -357,6 +398,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	if err != nil {
 		return nil, err
 	}
+	ex.Spent.Add(res.Duration)
 	if ex.Overhead = gate.NewOverhead(passes, res.StepTimes); ex.Overhead != nil {
 		fmt.Fprintf(o.Log, "gpugate: profiling overhead %s (from the job's log)\n", report.OverheadText(ex.Overhead))
 	}

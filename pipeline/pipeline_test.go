@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +287,64 @@ func TestJudgeDetached(t *testing.T) {
 	if len(runs) != 1 || runs[0].Branch != pipeline.Detached || runs[0].Kind != "candidate" {
 		t.Errorf("stored %+v, want one candidate on %q", runs, pipeline.Detached)
 	}
+}
+
+// Each run of a refresh is stored with the time it was made, not the
+// time they were all recorded: five runs a minute and a half apart get
+// five created times, those of the runs.
+func TestRecordCreatedTimes(t *testing.T) {
+	ctx := context.Background()
+	s, err := baseline.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ex := execution(t, here)
+	ex.Runs, ex.Docs = nil, nil
+	one := execution(t, here)
+	first := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var want []time.Time
+	for i := range 5 {
+		ex.Runs = append(ex.Runs, one.Runs[0])
+		ex.Docs = append(ex.Docs, one.Docs[0])
+		want = append(want, first.Add(time.Duration(i)*90*time.Second))
+	}
+	ex.Made = want
+	if err := pipeline.Record(ctx, s, ex, pipeline.Meta{Branch: "main", Commit: "c1", Kind: "baseline", Version: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, baseline.Filter{Workload: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Time
+	for _, r := range runs {
+		got = append(got, r.Created)
+	}
+	slices.SortFunc(got, func(a, b time.Time) int { return a.Compare(b) })
+	if len(got) != 5 {
+		t.Fatalf("%d runs stored, want 5", len(got))
+	}
+	for i := range got {
+		if !got[i].Equal(want[i]) {
+			t.Errorf("run %d: created %s, want %s (when it was made)", i+1, got[i].UTC().Format(time.RFC3339), want[i].UTC().Format(time.RFC3339))
+		}
+	}
+}
+
+// The tally of a check's runs is its cost: runs, wall time, GPU-seconds
+// (wall time × the machine's GPUs); none when nothing ran.
+func TestTallyCost(t *testing.T) {
+	var tl pipeline.Tally
+	if tl.Cost(8) != nil {
+		t.Error("a tally of no run has a cost")
+	}
+	tl.Add(90 * time.Second)
+	tl.Add(30 * time.Second)
+	c := tl.Cost(8)
+	if c == nil || c.Runs != 2 || c.WallSeconds != 120 || c.GPUs != 8 || c.GPUSeconds != 960 {
+		t.Errorf("cost %+v, want 2 runs, 120 s, 8 GPUs, 960 GPU-s", c)
+	}
+	var none *pipeline.Tally
+	none.Add(time.Second) // a nil tally counts nothing, and does not panic
 }

@@ -44,6 +44,11 @@ type Job struct {
 	// MaxRSSBytes is the job's peak resident memory: the largest of any
 	// one of its processes (the kernel's rusage), not a sum.
 	MaxRSSBytes int64 `json:"max_rss_bytes"`
+	// WallSeconds is the job's wall time (s), and GPUs the GPUs of the
+	// machine it held: the run's cost, which the dashboard shows; 0 in
+	// documents stored before gpugate recorded it.
+	WallSeconds float64 `json:"wall_s,omitempty"`
+	GPUs        int     `json:"gpus,omitempty"`
 	// Slurm is the Slurm job the run was (docs/slurm.md); omitted for a
 	// job that did not run under Slurm.
 	Slurm *SlurmJob `json:"slurm,omitempty"`

@@ -67,7 +67,9 @@ func StepSeries(runs []gate.Run) []float64 {
 func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 	r = SafeReport(r)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n", info.Marker)
+	if info.Marker != "" {
+		fmt.Fprintf(&b, "%s\n", info.Marker)
+	}
 	if info.Workload != "" {
 		fmt.Fprintf(&b, "<sub>workload %s</sub>\n\n", mdCode(info.Workload))
 	}
@@ -79,6 +81,8 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 		}
 		fmt.Fprintf(&b, "> [!NOTE]\n> **Regression accepted** by the label %s: %s regressed and the pull request says that is intended. Remove the label to gate again.\n\n",
 			mdCode(r.Accepted.Label), strings.Join(names, ", "))
+	case r.Recorded != "":
+		// A recording is a success: the heading says so, no banner.
 	case r.Verdict == stats.NoBaseline || len(r.Metrics) == 0:
 		why := "nothing stored to compare with"
 		if len(r.Warnings) > 0 {
@@ -108,6 +112,9 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 		b.WriteString(howToOpen(info.Traces, info.Omitted))
 	}
 	fmt.Fprintf(&b, "\n<sub>Baseline: %s. Machine: %s.</sub>\n", text(info.Baseline), text(info.Fingerprint))
+	if c := CostText(r.Cost); c != "" {
+		fmt.Fprintf(&b, "\n<sub>Cost of this check: %s.</sub>\n", c)
+	}
 	out := b.Bytes()
 	if len(out) > MaxComment {
 		cut := bytes.LastIndexByte(out[:MaxComment-400], '\n')

@@ -166,6 +166,22 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
 	head := map[stats.Verdict]string{stats.Regression: "❌ **regression**", stats.Pass: "✅ **pass**", stats.Inconclusive: "⚠️ **inconclusive**",
 		stats.Accepted: "☑️ **regression accepted**", stats.NoBaseline: "⚠️ **no baseline**"}[r.Verdict]
+	if r.Recorded != "" {
+		// A baseline recording compares nothing: say what was done, not
+		// "no baseline" and an empty table.
+		runs := "runs"
+		if r.Candidate.Runs == 1 {
+			runs = "run"
+		}
+		fmt.Fprintf(w, "### gpugate: ✅ **baseline recorded**\n\n%d %s recorded as the baseline of %s; pull requests are compared with them.\n", r.Candidate.Runs, runs, escape.CodeSpan(r.Recorded))
+		writeConditionsMarkdown(w, r.Conditions)
+		fmt.Fprintf(w, "\n<sub>%s.", text(sides(r)))
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(w, " ⚠️ %s.", text(wn))
+		}
+		fmt.Fprint(w, "</sub>\n")
+		return nil
+	}
 	fmt.Fprintf(w, "### gpugate: %s\n\n", head)
 	if len(r.Mismatch) > 0 {
 		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", text(strings.Join(r.Mismatch, "; ")))
@@ -368,6 +384,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	}
 	if r.Isolation != "" {
 		fmt.Fprintf(w, "isolation: %s\n", escape.Terminal(r.Isolation))
+	}
+	if c := CostText(r.Cost); c != "" {
+		fmt.Fprintf(w, "cost: %s\n", c)
 	}
 	for _, wn := range append(slices.Clone(r.Warnings), metricWarnings(r)...) {
 		fmt.Fprintf(w, "warning: %s\n", escape.Terminal(wn))

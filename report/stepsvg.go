@@ -470,7 +470,13 @@ func RenderStepSVG(w io.Writer, timelines []*StepTimeline) error {
 		y += 18
 	}
 	fmt.Fprintf(&b, `<g class="legend" transform="translate(%.0f %.1f)">`, left, y+4)
-	for i, l := range []struct{ c, s string }{{colCompute, "compute kernel"}, {colComm, "communication"}, {colCopy, "copy/memset"}, {colData, "data-loader wait"}, {colSync, "sync call"}, {colIdle, "GPU idle"}} {
+	legend := []struct{ c, s string }{{colCompute, "compute kernel"}, {colComm, "communication"}, {colCopy, "copy/memset"}, {colData, "data-loader wait"}, {colSync, "sync call"}, {colIdle, "GPU idle"}}
+	if !slices.ContainsFunc(groups, func(g *StepTimeline) bool { return len(g.Lanes) > 1 }) {
+		// The host thread alone (a CPU run): no GPU, so no GPU idle, and
+		// no kernels or copies either.
+		legend = []struct{ c, s string }{{colData, "data-loader wait"}, {colSync, "sync call"}}
+	}
+	for i, l := range legend {
 		fmt.Fprintf(&b, `<rect x="%d" y="0" width="10" height="10" fill="%s"/><text x="%d" y="9">%s</text>`, i*130, l.c, i*130+14, l.s)
 	}
 	b.WriteString("</g>\n</svg>\n")

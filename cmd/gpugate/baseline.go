@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
@@ -203,7 +204,7 @@ var baselineListCmd = &command{
 			for _, r := range runs {
 				var doc report.Analysis
 				json.Unmarshal(r.Analysis, &doc)
-				x := row{ID: r.ID, Workload: r.Workload, Branch: r.Branch, Commit: short(r.Commit), Created: r.Created.UTC().Format("2006-01-02 15:04"),
+				x := row{ID: r.ID, Workload: r.Workload, Branch: r.Branch, Commit: short(r.Commit), Created: r.Created.UTC().Format(time.RFC3339),
 					Kind: r.Kind, Profiler: r.Profiler, Fingerprint: r.FingerprintHash}
 				if len(doc.Profiles) > 0 {
 					x.Steps, x.StepTimeMs = len(doc.Profiles[0].Steps), doc.Profiles[0].Summary["step_time_ms"].Median
@@ -218,7 +219,9 @@ var baselineListCmd = &command{
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tstep ms")
 			for _, x := range rows {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), x.Created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), x.Steps, x.StepTimeMs)
+				// To the second: the runs of one refresh are seconds apart.
+				created := strings.Replace(strings.TrimSuffix(x.Created, "Z"), "T", " ", 1)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), x.Steps, x.StepTimeMs)
 			}
 			return tw.Flush()
 		}

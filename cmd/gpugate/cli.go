@@ -32,14 +32,21 @@ func printGroup(w io.Writer, name string, cs []*command) {
 }
 
 // unknownCommand reports a command line that names no command: a group
-// alone (gpugate baseline) lists its subcommands and is not an error; else
-// the nearest command names are suggested. It returns the exit code.
+// asked for help (gpugate baseline -h) lists its subcommands on stdout and
+// exits 0; a group alone (gpugate baseline) or with other flags is an
+// incomplete command line: the list goes to stderr and the exit is 2, as
+// for a bare gpugate; else the nearest command names are suggested. It
+// returns the exit code.
 func unknownCommand(args []string, stdout, stderr io.Writer) int {
 	g := groups()
 	if cs, ok := g[args[0]]; ok {
-		if len(args) == 1 || strings.HasPrefix(args[1], "-") {
+		if len(args) > 1 && isHelpFlag(args[1]) {
 			printGroup(stdout, args[0], cs)
 			return exitOK
+		}
+		if len(args) == 1 || strings.HasPrefix(args[1], "-") {
+			printGroup(stderr, args[0], cs)
+			return exitTrouble
 		}
 		name := args[0] + " " + args[1]
 		fmt.Fprintf(stderr, "gpugate: unknown command %q%s\n\n", name, didYouMean(name, commandNames(), ""))
@@ -52,6 +59,10 @@ func unknownCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "gpugate: unknown command %q%s; run 'gpugate help'\n", args[0], didYouMean(args[0], names, ""))
 	return exitTrouble
+}
+
+func isHelpFlag(s string) bool {
+	return s == "-h" || s == "-help" || s == "--help" || s == "--h"
 }
 
 func commandNames() []string {

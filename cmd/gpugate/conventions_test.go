@@ -17,8 +17,16 @@ func TestCLIConventions(t *testing.T) {
 		code          int
 		stdout, stder string
 	}{
-		{[]string{"baseline"}, 0, "baseline list ", ""},
-		{[]string{"config"}, 0, "config check ", ""},
+		// An incomplete command line is trouble (exit 2, usage on stderr),
+		// as for go(1) alone; help asked for is not.
+		{nil, 2, "", "Usage:"},
+		{[]string{"baseline"}, 2, "", "baseline list "},
+		{[]string{"config"}, 2, "", "config check "},
+		{[]string{"baseline", "-format", "json"}, 2, "", "baseline list "},
+		{[]string{"help"}, 0, "Usage:", ""},
+		{[]string{"-h"}, 0, "Usage:", ""},
+		{[]string{"baseline", "-h"}, 0, "baseline list ", ""},
+		{[]string{"baseline", "--help"}, 0, "baseline list ", ""},
 		{[]string{"help", "baseline"}, 0, "baseline refresh ", ""},
 		{[]string{"--version"}, 0, "gpugate ", ""},
 		{[]string{"-version"}, 0, "gpugate ", ""},

@@ -18,17 +18,20 @@ import (
 )
 
 var dashboardCmd = &command{
-	usage: "dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-serve ADDR]",
+	usage: "dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-branch main] [-serve ADDR]",
 	short: "write a static web site of the store's history",
 	long: `
 Dashboard writes a static, self-contained web site of every run in the
-store (SQLite or PostgreSQL) into DIR: an index of workloads with the
-verdict of each one's newest run and a small step-time trend; a page per
-workload with one chart per metric over its runs (one point per run,
-series split by machine fingerprint, pull-request runs apart from baseline
-runs) with change points marked and the commit range around them; and a
-page per run with its step-time breakdown, findings, largest kernels and
-run conditions. The pages load nothing from the network: publish DIR on
+store (SQLite or PostgreSQL) into DIR: an index of workloads with each
+one's base-branch health (the newest baseline run of -branch, its verdict
+against the branch's baseline runs before it, a small step-time trend and
+the branch's change points) and, apart from it, the runs of pull requests
+and other branches with their verdicts; a page per workload with one
+chart per metric over its runs (one point per run: its mean step, ranks
+combined as the gate combines them; series split by machine fingerprint,
+pull-request runs apart from baseline runs) with change points marked and
+the commit range around them; and a page per run with its step-time
+breakdown, findings, largest kernels and run conditions. The pages load nothing from the network: publish DIR on
 GitHub Pages or open it from disk. -serve ADDR serves it over HTTP at ADDR
 (e.g. localhost:8080) until interrupted.
 
@@ -40,6 +43,7 @@ docs/dashboard.md).`,
 		out := fs.String("out", "", "folder to write the site into")
 		metrics := fs.String("metrics", "", "comma-separated metrics to chart (default: the gate's default metrics)")
 		serve := fs.String("serve", "", "serve the site over HTTP at `addr` after writing it")
+		branch := fs.String("branch", "", "the base `branch` whose baseline runs are each workload's health (default: main, else master, else the branch with the most baseline runs)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *out == "" {
 				return usagef("want -out DIR")
@@ -47,7 +51,7 @@ docs/dashboard.md).`,
 			if len(args) > 0 {
 				return usagef("unexpected arguments: %s", strings.Join(args, " "))
 			}
-			var o dashboard.Options
+			o := dashboard.Options{Branch: *branch}
 			if *metrics != "" {
 				o.Metrics = strings.Split(*metrics, ",")
 			}

@@ -488,16 +488,19 @@ Run 'gpugate help <command>' for details.
 
 # dashboard
 
-	usage: gpugate dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-serve ADDR]
+	usage: gpugate dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-branch main] [-serve ADDR]
 
 	Dashboard writes a static, self-contained web site of every run in the
-	store (SQLite or PostgreSQL) into DIR: an index of workloads with the
-	verdict of each one's newest run and a small step-time trend; a page per
-	workload with one chart per metric over its runs (one point per run,
-	series split by machine fingerprint, pull-request runs apart from baseline
-	runs) with change points marked and the commit range around them; and a
-	page per run with its step-time breakdown, findings, largest kernels and
-	run conditions. The pages load nothing from the network: publish DIR on
+	store (SQLite or PostgreSQL) into DIR: an index of workloads with each
+	one's base-branch health (the newest baseline run of -branch, its verdict
+	against the branch's baseline runs before it, a small step-time trend and
+	the branch's change points) and, apart from it, the runs of pull requests
+	and other branches with their verdicts; a page per workload with one
+	chart per metric over its runs (one point per run: its mean step, ranks
+	combined as the gate combines them; series split by machine fingerprint,
+	pull-request runs apart from baseline runs) with change points marked and
+	the commit range around them; and a page per run with its step-time
+	breakdown, findings, largest kernels and run conditions. The pages load nothing from the network: publish DIR on
 	GitHub Pages or open it from disk. -serve ADDR serves it over HTTP at ADDR
 	(e.g. localhost:8080) until interrupted.
 
@@ -506,6 +509,8 @@ Run 'gpugate help <command>' for details.
 	docs/dashboard.md).
 
 	Flags:
+	  -branch branch
+	    	the base branch whose baseline runs are each workload's health (default: main, else master, else the branch with the most baseline runs)
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -db-file file
@@ -531,9 +536,12 @@ Run 'gpugate help <command>' for details.
 
 	The traces are analyzed and compared with the last runs of the base branch
 	recorded in the baseline database for the same workload and the same
-	hardware/software fingerprint. The report is the one compare prints. With no
-	baseline yet the run passes and says so. -record-baseline stores the run as a
-	baseline of the current branch instead.
+	hardware/software fingerprint. The report is the one compare prints; it is
+	also written into the artifacts folder as report.md (what the PR comment
+	would say) and report.json, each with the cost of the check (runs made,
+	their wall time and GPU-minutes). With no baseline yet the run passes and
+	says so. -record-baseline stores the run as a baseline of the current
+	branch instead.
 
 	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
 

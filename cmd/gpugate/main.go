@@ -143,7 +143,13 @@ func (e *exitError) Error() string {
 
 // gpugate runs one command line and returns the exit code.
 func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+	if len(args) == 0 {
+		// No command: the usage goes to stderr and the exit is 2, as for
+		// go(1) alone; only help asked for is a success.
+		help(nil, stderr, stderr)
+		return exitTrouble
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		return help(args, stdout, stderr)
 	}
 	if args[0] == "--version" || args[0] == "-version" {

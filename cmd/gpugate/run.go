@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
 
 	"github.com/gpugate/gpugate/baseline"
@@ -67,9 +71,12 @@ killed.
 
 The traces are analyzed and compared with the last runs of the base branch
 recorded in the baseline database for the same workload and the same
-hardware/software fingerprint. The report is the one compare prints. With no
-baseline yet the run passes and says so. -record-baseline stores the run as a
-baseline of the current branch instead.
+hardware/software fingerprint. The report is the one compare prints; it is
+also written into the artifacts folder as report.md (what the PR comment
+would say) and report.json, each with the cost of the check (runs made,
+their wall time and GPU-minutes). With no baseline yet the run passes and
+says so. -record-baseline stores the run as a baseline of the current
+branch instead.
 
 ` + exitStatusHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
@@ -126,9 +133,13 @@ type runOptions struct {
 // outcome is what a run of a workload produced.
 type outcome = pipeline.Outcome
 
-// finish renders an outcome and maps its verdict to the exit status.
+// finish renders an outcome, writes report.md and report.json into its
+// artifacts folder, and maps its verdict to the exit status.
 func finish(stdout io.Writer, format string, oc *outcome) error {
 	if err := render(stdout, format, oc.Report, oc.Cand); err != nil {
+		return err
+	}
+	if err := writeReports(oc); err != nil {
 		return err
 	}
 	if oc.Err != nil {
@@ -159,6 +170,54 @@ func runWorkload(ctx context.Context, stdout, stderr io.Writer, c *config.Config
 	return pipeline.Run(ctx, pipelineOptions(ctx, stdout, stderr, c, w, o))
 }
 
+// writeReports writes the outcome's report as report.md (what the PR
+// comment would say) and report.json (gpugate compare -format json's
+// document) into its artifacts folder, beside the traces, as the Action
+// does; nothing without a folder (ab).
+func writeReports(oc *outcome) error {
+	if oc.Out == "" || oc.Report == nil {
+		return nil
+	}
+	f := oc.Fingerprint
+	machine := "no GPU"
+	if f.GPUCount > 0 {
+		machine = fmt.Sprintf("%d× %s", f.GPUCount, f.GPU)
+	}
+	var md, js bytes.Buffer
+	info := report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand,
+		BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand)}
+	if err := report.WriteComment(&md, oc.Report, info); err != nil {
+		return err
+	}
+	if err := report.WriteCompareJSON(&js, oc.Report); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{"report.md": md.Bytes(), "report.json": js.Bytes()} {
+		if err := writeNew(filepath.Join(oc.Out, name), data); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeNew writes a file the job did not plant: whatever is at path (a
+// file, or a symlink the job left to a file of the user's) is unlinked,
+// never followed, and the file is created anew.
+func writeNew(path string, data []byte) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // render prints a run's report; without a baseline the text form shows the
 // candidate's own analysis.
 func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error {
@@ -180,6 +239,9 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 		}
 		for _, wn := range rep.Warnings {
 			fmt.Fprintf(w, "\ngpugate: %s\n", escape.Terminal(wn))
+		}
+		if c := report.CostText(rep.Cost); c != "" {
+			fmt.Fprintf(w, "\ncost: %s\n", c)
 		}
 		return nil
 	}
