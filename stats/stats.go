@@ -88,6 +88,13 @@ const (
 
 // Summary describes one side's samples.
 type Summary struct {
+	// Value is what the change is of: the geometric mean of the side's
+	// run means (ScaleLog), or their arithmetic mean (ScaleAbsolute),
+	// over the runs (pairs) the interval used. So candidate.Value /
+	// baseline.Value − 1 is DeltaPct/100 on the log scale and
+	// candidate.Value − baseline.Value is Delta on both. 0 when the side
+	// has no runs with values.
+	Value float64 `json:"value"`
 	// Median, Mean, P90, Min and Max describe the steps of every run
 	// pooled, for people; the verdict rests on RunMeans.
 	Median float64 `json:"median"`
@@ -458,9 +465,11 @@ func Compare(spec Spec, base, cand [][]float64, th Thresholds) Result {
 	if j.log {
 		tx, ty = logs(x), logs(y)
 		j.ref = math.Exp(meanOf(tx))
+		r.Baseline.Value, r.Candidate.Value = j.ref, math.Exp(meanOf(ty))
 	} else {
 		r.Scale = ScaleAbsolute
 		j.ref = meanOf(x)
+		r.Baseline.Value, r.Candidate.Value = j.ref, meanOf(y)
 	}
 	var iv interval
 	if paired {
@@ -579,7 +588,30 @@ func (j judge) settle(r Result, iv interval) (string, int, int) {
 			}
 		}
 	}
-	return fmt.Sprintf("%s, and %d more runs would not either: the change sits at the allowance", lead, maxMore), 0, 0
+	// Nothing within reach settles it: say by how much the estimate
+	// misses the allowance and how wide the interval would still be, so
+	// that the reader can tell a change at the allowance (which no number
+	// of runs settles) from one that noise hides (issue 28: "sits at the
+	// allowance" was printed for +11.9% against ±25%).
+	k, m := j.k+maxMore, j.m+maxMore
+	if j.paired {
+		k, m = j.k, j.m+maxMore
+	}
+	se := j.sd * math.Sqrt(1/float64(k)+1/float64(m))
+	if j.paired {
+		se = j.sd / math.Sqrt(float64(m))
+	}
+	hw := TQuantile(1-j.alphaAt(m)/2, float64(max(j.df(m), 1))) * se
+	more := fmt.Sprintf("%d more run(s) on each side", maxMore)
+	if j.paired {
+		more = fmt.Sprintf("%d more pair(s)", maxMore)
+	}
+	_, wlo, whi, _ := j.worse(iv.est, iv.est-hw, iv.est+hw)
+	width, gap := (whi-wlo)/2, math.Abs(math.Abs(w)-limit)
+	if j.log {
+		return fmt.Sprintf("%s, and %s would not settle it either: the change is %.1f points from the allowance and the interval would still be about ±%.1f points wide at this spread; reduce the run-to-run noise (a quieter machine, more measure_steps) or reconsider the allowance", lead, more, 100*gap, 100*width), 0, 0
+	}
+	return fmt.Sprintf("%s, and %s would not settle it either: the change is %.3g %s from the allowance and the interval would still be about ±%.3g %s wide at this spread; reduce the run-to-run noise (a quieter machine, more measure_steps) or reconsider the allowance", lead, more, gap, r.Unit, width, r.Unit), 0, 0
 }
 
 // maxAutoRuns is the most max_runs perf.yaml takes (config.MaxRepeat).
