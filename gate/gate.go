@@ -531,45 +531,78 @@ func samples(runs []Run, m analysis.Metric, warnings *[]string) [][]float64 {
 	var out [][]float64
 	found := false
 	for _, run := range runs {
-		var per [][]float64
-		for _, r := range run {
-			if s := r.Samples(m); s != nil {
-				per = append(per, s)
-			}
-		}
-		if len(per) == 0 {
-			out = append(out, nil)
-			continue
-		}
-		if len(per) < len(run) && m.Optional() {
-			// Memory of some ranks only: the run's largest peak is not
-			// known, and the maximum of the others would pass for it.
-			*warnings = append(*warnings, fmt.Sprintf("%s: %d of the %d ranks of a run have no values (%s among them): the run leaves it out", m.Name, len(run)-len(per), len(run), firstWithout(run, m)))
-			out = append(out, nil)
-			continue
-		}
-		found = true
-		n := len(per[0])
-		for _, s := range per {
-			if len(s) != n {
-				n = min(n, len(s))
-				*warnings = append(*warnings, fmt.Sprintf("the ranks of a run have different numbers of steps (%s has %d); steps are matched by position, the extra ones left out", run[0].Profile.Path, len(run[0].Steps)))
-			}
-		}
-		xs := make([]float64, n)
-		vals := make([]float64, len(per))
-		for i := range xs {
-			for k, s := range per {
-				vals[k] = s[i]
-			}
-			xs[i] = Combine(m, vals)
-		}
+		xs := combined(run, m, warnings)
+		found = found || xs != nil
 		out = append(out, xs)
 	}
 	if !found {
 		return nil
 	}
 	return out
+}
+
+// combined is one run's per-step values of m, the ranks combined
+// (Combine); nil when the run has none.
+func combined(run Run, m analysis.Metric, warnings *[]string) []float64 {
+	var per [][]float64
+	for _, r := range run {
+		if s := r.Samples(m); s != nil {
+			per = append(per, s)
+		}
+	}
+	if len(per) == 0 {
+		return nil
+	}
+	if len(per) < len(run) && m.Optional() {
+		// Memory of some ranks only: the run's largest peak is not
+		// known, and the maximum of the others would pass for it.
+		*warnings = append(*warnings, fmt.Sprintf("%s: %d of the %d ranks of a run have no values (%s among them): the run leaves it out", m.Name, len(run)-len(per), len(run), firstWithout(run, m)))
+		return nil
+	}
+	n := len(per[0])
+	for _, s := range per {
+		if len(s) != n {
+			n = min(n, len(s))
+			*warnings = append(*warnings, fmt.Sprintf("the ranks of a run have different numbers of steps (%s has %d); steps are matched by position, the extra ones left out", run[0].Profile.Path, len(run[0].Steps)))
+		}
+	}
+	xs := make([]float64, n)
+	vals := make([]float64, len(per))
+	for i := range xs {
+		for k, s := range per {
+			vals[k] = s[i]
+		}
+		xs[i] = Combine(m, vals)
+	}
+	return xs
+}
+
+// RunValue is a run's value of m, the one number per run that the gate
+// compares (stats.Summary.RunMeans) and that every place showing a run's
+// number shows (the report, baseline list and show, the dashboard): per
+// step the ranks combined as Combine does (a time the slowest rank's, a
+// count the sum over ranks, a ratio their mean), then the mean over the
+// run's measured steps, non-finite values left out. ok is false when the
+// run has no finite value of m (a GPU metric of a CPU run).
+func RunValue(run Run, m analysis.Metric) (v float64, ok bool) {
+	var ws []string
+	var xs []float64
+	for _, x := range combined(run, m, &ws) {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, false
+	}
+	// Summed in ascending order, as stats sums a run's steps: the same
+	// bits, not merely the same number to print.
+	slices.Sort(xs)
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs)), true
 }
 
 // firstWithout is the path of the first rank of run without m.
