@@ -277,7 +277,11 @@ type Part struct {
 // copies + host-wait idle + other idle (GPU profiles), or data-loader wait +
 // other host time (profiles without GPU activity).
 type Decomposition struct {
-	Baseline  float64 `json:"baseline_ms"` // mean step time
+	// Baseline and Candidate are the side's mean step time: the
+	// arithmetic mean of its runs' mean steps (RunValue of step_time).
+	// The Δ of step_time compares geometric means of the same run means
+	// (stats.Summary.Value), which weigh a slow run less.
+	Baseline  float64 `json:"baseline_ms"`
 	Candidate float64 `json:"candidate_ms"`
 	Delta     float64 `json:"delta_ms"`
 	Parts     []Part  `json:"parts"`
@@ -656,16 +660,25 @@ func slowest(run Run) []*analysis.Step {
 	return out
 }
 
-// mean of f over the steps of every run, each step the slowest rank's: the
-// parts of the decomposition then add up to the step time the gate judges.
+// mean of f over the runs: per run the mean over its steps, each step the
+// slowest rank's, then the mean of those run means (every run weighs the
+// same, as in the gate's samples, whatever its step count). For step time
+// a run's mean is its RunValue, and the parts of the decomposition add up
+// to it.
 func mean(runs []Run, f func(*analysis.Step) float64) float64 {
 	var sum float64
 	n := 0
 	for _, run := range runs {
-		for _, s := range slowest(run) {
-			sum += f(s)
-			n++
+		steps := slowest(run)
+		if len(steps) == 0 {
+			continue
 		}
+		var rs float64
+		for _, s := range steps {
+			rs += f(s)
+		}
+		sum += rs / float64(len(steps))
+		n++
 	}
 	if n == 0 {
 		return 0
@@ -815,7 +828,7 @@ func (rep *Report) syncFinding(cand []Run) {
 	if m == nil || !m.Significant || m.Delta < math.Max(m.MinAbs, 0.5) {
 		return
 	}
-	evidence := fmt.Sprintf("sync calls per step %s → %s", num(m.Baseline.Median), num(m.Candidate.Median))
+	evidence := fmt.Sprintf("mean sync calls per step %s → %s", num(m.Baseline.Value), num(m.Candidate.Value))
 	for i := range rep.Findings {
 		f := &rep.Findings[i]
 		if f.ID == "host-sync" {
@@ -843,13 +856,17 @@ func (rep *Report) syncFinding(cand []Run) {
 		return
 	}
 	best.Evidence = evidence + "; " + best.Evidence
-	g := Finding{Finding: *best, New: m.Baseline.Median == 0, Worse: m.Baseline.Median > 0}
+	g := Finding{Finding: *best, New: m.Baseline.Value == 0, Worse: m.Baseline.Value > 0}
 	g.AccountsMs = g.Share * rep.Decomposition.Candidate
 	rep.Findings = append(rep.Findings, g)
 	rep.sortFindings()
 }
 
 func num(v float64) string {
+	// A geometric mean of equal counts is the count to within rounding.
+	if r := math.Round(v); math.Abs(v-r) <= 1e-9*math.Abs(v) {
+		v = r
+	}
 	if v == math.Trunc(v) {
 		return fmt.Sprintf("%.0f", v)
 	}
@@ -933,7 +950,7 @@ func (rep *Report) plainWhy(m *stats.Result) string {
 			}
 			names = append(names, fmt.Sprintf("%s (+%s)", escape.CodeSpan(k.Name), num(k.CandidateCount)))
 		}
-		s := fmt.Sprintf("kernels counts the kernels the job runs per step: %s → %s", num(m.Baseline.Median), num(m.Candidate.Median))
+		s := fmt.Sprintf("kernels counts the kernels the job runs per step: %s → %s (mean per run)", num(m.Baseline.Value), num(m.Candidate.Value))
 		if len(names) > 0 {
 			s += "; new kernels: " + strings.Join(names, ", ")
 		}
@@ -943,7 +960,7 @@ func (rep *Report) plainWhy(m *stats.Result) string {
 	if mt, ok := analysis.MetricByName(m.Name); ok && (mt.Unit == "ms" || mt.Unit == "us") {
 		desc = "; " + where()
 	}
-	return fmt.Sprintf("%s per step went %s → %s %s%s", m.Name, num(m.Baseline.Median), num(m.Candidate.Median), m.Unit, desc)
+	return fmt.Sprintf("%s per step went %s → %s %s (mean per run)%s", m.Name, num(m.Baseline.Value), num(m.Candidate.Value), m.Unit, desc)
 }
 
 // sortFindings orders the findings: new or worse ones first, ranked by the

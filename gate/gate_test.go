@@ -272,7 +272,7 @@ func TestNewSyncHasWhy(t *testing.T) {
 	if sc.Verdict != stats.Regression || rep.Verdict != stats.Regression {
 		t.Fatalf("sync_calls %s, overall %s; want regression", sc.Verdict, rep.Verdict)
 	}
-	if len(rep.Findings) == 0 || rep.Findings[0].ID != "host-sync" || !rep.Findings[0].New || !strings.HasPrefix(rep.Findings[0].Evidence, "sync calls per step 0 → 1") {
+	if len(rep.Findings) == 0 || rep.Findings[0].ID != "host-sync" || !rep.Findings[0].New || !strings.HasPrefix(rep.Findings[0].Evidence, "mean sync calls per step 0 → 1") {
 		t.Errorf("findings %+v; want a new host-sync first", rep.Findings)
 	}
 	if !strings.HasPrefix(sc.Why, "`host-sync`") {

@@ -125,9 +125,9 @@ func (r *Report) compareWork(base, cand []Run) {
 		if m.Name != "step_time" || fb == nil || fc == nil || *fb <= 0 {
 			continue
 		}
-		if m.Candidate.Median < m.Baseline.Median && *fc < 0.99**fb {
+		if m.Candidate.Value < m.Baseline.Value && *fc < 0.99**fb {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("fewer FLOPs, not faster FLOPs: the candidate's step is %.1f%% shorter, but it does %.1f%% fewer FLOPs per %s (%s → %s): check that the model still computes what it should before calling it a speed-up",
-				100*(m.Baseline.Median-m.Candidate.Median)/m.Baseline.Median, 100*(*fb-*fc) / *fb, unit, gflop(*fb), gflop(*fc)))
+				100*(m.Baseline.Value-m.Candidate.Value)/m.Baseline.Value, 100*(*fb-*fc) / *fb, unit, gflop(*fb), gflop(*fc)))
 		}
 	}
 }

@@ -39,6 +39,11 @@ func cut(s string, n int) string {
 func cell(s string) string { return escape.TableCode(cut(s, maxCell)) }
 
 func value(v float64, unit string) string {
+	// A geometric mean of equal counts is the count to within rounding
+	// (exp(log 1478) = 1477.9999999999998): shown as the count.
+	if r := math.Round(v); r != v && math.Abs(v-r) <= 1e-9*math.Abs(v) {
+		v = r
+	}
 	switch unit {
 	case "ratio":
 		return fmt.Sprintf("%.1f%%", 100*v)
@@ -66,15 +71,30 @@ func delta(m stats.Result) string {
 	return stats.FormatDelta(m)
 }
 
-// legend explains the Δ column and the verdicts, with the α and unit used.
+// legend explains the columns, the Δ column and the verdicts, with the
+// α and unit used.
 func legend(r *gate.Report) string {
-	unit := "runs (each run's mean step; 1 candidate run is judged by its prediction interval against the baseline runs)"
+	unit := "runs (each run's mean step)"
+	if st := stepTime(r); st != nil && st.Candidate.N == 1 && st.SampleUnit == stats.UnitRun {
+		unit = "runs (each run's mean step; the 1 candidate run is judged by its prediction interval against the baseline runs)"
+	}
 	if r.SampleUnit == stats.UnitPair {
 		unit = "A/B pairs (each pair's log-ratio head/base)"
 	}
-	return fmt.Sprintf("Δ: the change of the mean per step from baseline to candidate in %% of the baseline, with its %s interval (t, on the log scale); samples are %s. "+
+	return fmt.Sprintf("mean: each run's mean per step, ranks combined as the gate combines them (a step takes its slowest rank's time; counts add up over ranks), then the geometric mean over the side's runs (the arithmetic mean where a run's is 0). "+
+		"Δ: candidate mean / baseline mean − 1, with its %s interval (t, on the log scale); samples are %s. "+
 		"regression: the interval excludes 0 and the change is beyond the allowance; pass: the interval stays within the allowance; otherwise inconclusive.",
 		confidence(r.Alpha), unit)
+}
+
+// stepTime is the report's step_time result, or nil.
+func stepTime(r *gate.Report) *stats.Result {
+	for i := range r.Metrics {
+		if r.Metrics[i].Name == "step_time" {
+			return &r.Metrics[i]
+		}
+	}
+	return nil
 }
 
 func confidence(alpha float64) string {
@@ -124,8 +144,8 @@ func verdictWord(v stats.Verdict) string {
 
 // counts counts the verdicts of the gated metrics, the ones the verdict
 // rests on: a headline "PASS — 1 regression(s)" for a metric that does not
-// gate read as a contradiction (issue 19); the others are named by
-// notGated.
+// gate read as a contradiction (issue 19); the others have their own
+// table, never the headline (issue 28).
 func counts(r *gate.Report) (reg, imp, inc int) {
 	for _, m := range r.Metrics {
 		if !m.Gate {
@@ -143,9 +163,58 @@ func counts(r *gate.Report) (reg, imp, inc int) {
 	return
 }
 
-// shown reports whether a metric row belongs in the table: gate metrics
-// always, others when they changed or could not be judged.
+// shown reports whether a metric row belongs in a table: gate metrics
+// always (the gated table), others when they changed or could not be
+// judged (the table of metrics that do not gate).
 func shown(m stats.Result) bool { return m.Gate || m.Verdict != stats.Pass }
+
+// ungated are the metrics that do not gate and are shown: they explain
+// the verdict, in their own table, never in the headline (issue 28).
+func ungated(r *gate.Report) []stats.Result {
+	var out []stats.Result
+	for _, m := range r.Metrics {
+		if !m.Gate && shown(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// metricRowMarkdown is one metric's row: the means Δ compares.
+func metricRowMarkdown(w io.Writer, m stats.Result) {
+	fmt.Fprintf(w, "| %s | %s | %s | %s | ±%s | %s (p=%.3f n=%d+%d) |\n", m.Name, value(m.Baseline.Value, m.Unit), value(m.Candidate.Value, m.Unit),
+		delta(m), allowance(m), verdictWord(m.Verdict), m.P, m.Baseline.N, m.Candidate.N)
+}
+
+const metricHeadMarkdown = "| metric | baseline mean | candidate mean | Δ | allowance | verdict |\n|:--|--:|--:|--:|--:|:--|\n"
+
+// writeMediansMarkdown writes the steps' medians and p90 of the metrics in
+// the tables, folded: for people, labelled; Δ is not of them.
+func writeMediansMarkdown(w io.Writer, r *gate.Report) {
+	fmt.Fprint(w, "\n<details><summary>Medians and p90 over steps (for reading; Δ compares the means)</summary>\n\n| metric | baseline median | baseline p90 | candidate median | candidate p90 |\n|:--|--:|--:|--:|--:|\n")
+	for _, m := range r.Metrics {
+		if shown(m) {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.Name, value(m.Baseline.Median, m.Unit), value(m.Baseline.P90, m.Unit), value(m.Candidate.Median, m.Unit), value(m.Candidate.P90, m.Unit))
+		}
+	}
+	fmt.Fprint(w, "\n</details>\n")
+}
+
+// meanStepLine says what the decomposition's mean step is and, when it
+// differs from the table's, how the two relate: the parts add up on the
+// arithmetic mean of the run means, the Δ column is of geometric means.
+func meanStepLine(r *gate.Report) string {
+	d := r.Decomposition
+	s := fmt.Sprintf("mean step per run %s → %s (%+.2f ms", value(d.Baseline, "ms"), value(d.Candidate, "ms"), d.Delta)
+	if d.Baseline > 0 {
+		s += fmt.Sprintf(", %+.1f%%", 100*d.Delta/d.Baseline)
+	}
+	s += "; the arithmetic mean of the run means, on which the parts add up"
+	if st := stepTime(r); st != nil && d.Baseline > 0 && !math.IsInf(st.DeltaPct, 0) && math.Abs(100*d.Delta/d.Baseline-st.DeltaPct) >= 0.05 {
+		s += fmt.Sprintf("; the table's Δ %+.1f%% is of the geometric means %s → %s", st.DeltaPct, value(st.Baseline.Value, "ms"), value(st.Candidate.Value, "ms"))
+	}
+	return s + ")"
+}
 
 func sides(r *gate.Report) string {
 	side := func(s gate.Side) string {
@@ -187,30 +256,29 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "> ⚠️ **Not the same hardware or profiler, compared anyway** (-allow-mismatch): %s.\n\n", text(strings.Join(r.Mismatch, "; ")))
 	}
 	fmt.Fprintf(w, "%d regression(s) · %d improvement(s) · %d inconclusive among gated metrics (α=%s, %s intervals, %s as samples)", reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
-	if ng := notGated(r); len(ng) > 0 {
-		fmt.Fprintf(w, " · not gated: %s", escape.Markdown(strings.Join(ng, ", ")))
-	}
 	fmt.Fprint(w, "\n\n")
 	if f := cause(r); f != nil {
 		fmt.Fprintf(w, "**Why:** %s — %s. %s.\n\n**Try:** %s.\n\n", escape.CodeSpan(f.ID), clip(f.Summary), clip(f.Evidence), f.Suggestion)
 	}
-	fmt.Fprint(w, "| metric | baseline | candidate | Δ | allowance | verdict |\n|:--|--:|--:|--:|--:|:--|\n")
+	fmt.Fprint(w, metricHeadMarkdown)
 	for _, m := range r.Metrics {
-		if !shown(m) {
-			continue
-		}
-		name := m.Name
 		if m.Gate {
-			name = "**" + name + "**"
+			metricRowMarkdown(w, m)
 		}
-		p := fmt.Sprintf(" (p=%.3f n=%d+%d)", m.P, m.Baseline.N, m.Candidate.N)
-		fmt.Fprintf(w, "| %s | %s | %s | %s | ±%s | %s%s |\n", name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
-			delta(m), allowance(m), verdictWord(m.Verdict), p)
 	}
-	fmt.Fprintf(w, "\nMedians over steps. %s Bold metrics gate the check; the others explain it.\n", legend(r))
+	fmt.Fprintf(w, "\nThese metrics gate the check. %s\n", legend(r))
+	if ug := ungated(r); len(ug) > 0 {
+		fmt.Fprint(w, "\n#### Not gated: what else moved\n\nThese explain the verdict and do not decide it.\n\n"+metricHeadMarkdown)
+		for _, m := range ug {
+			metricRowMarkdown(w, m)
+		}
+	}
+	if len(r.Metrics) > 0 {
+		writeMediansMarkdown(w, r)
+	}
 	writeWorkMarkdown(w, r.Work)
 	var notes []string
-	for _, m := range r.Metrics {
+	for _, m := range gatedFirst(r.Metrics) {
 		switch {
 		case m.Verdict == stats.Regression && m.Why != "":
 			notes = append(notes, fmt.Sprintf("- **%s** regressed: %s.", m.Name, clip(m.Why)))
@@ -224,8 +292,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 
 	d := r.Decomposition
 	if len(d.Parts) > 0 {
-		fmt.Fprintf(w, "\n#### Where the step time went\n\nMean step %s → %s (%+.2f ms):\n\n| part | baseline | candidate | Δ |\n|:--|--:|--:|--:|\n",
-			value(d.Baseline, "ms"), value(d.Candidate, "ms"), d.Delta)
+		fmt.Fprintf(w, "\n#### Where the step time went\n\n%s:\n\n| part | baseline | candidate | Δ |\n|:--|--:|--:|--:|\n", capital(meanStepLine(r)))
 		for _, p := range d.Parts {
 			fmt.Fprintf(w, "| %s | %s | %s | %+.2f ms |\n", p.Name, value(p.Baseline, "ms"), value(p.Candidate, "ms"), p.Delta)
 		}
@@ -325,9 +392,6 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	reg, imp, inc := counts(r)
 	fmt.Fprintf(w, "gpugate: %s — %d regression(s), %d improvement(s), %d inconclusive among gated metrics (α=%s, %s intervals, %s as samples)\n",
 		strings.ToUpper(string(r.Verdict)), reg, imp, inc, alphaString(r.Alpha), confidence(r.Alpha), unitWord(r))
-	if ng := notGated(r); len(ng) > 0 {
-		fmt.Fprintf(w, "not gated: %s\n", escape.Terminal(strings.Join(ng, ", ")))
-	}
 	if f := cause(r); f != nil {
 		fmt.Fprintf(w, "why: %s: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Summary))
 	}
@@ -335,20 +399,27 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	if len(r.Mismatch) > 0 {
 		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", escape.Terminal(strings.Join(r.Mismatch, "; ")))
 	}
-	fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s\n", "metric", "baseline", "candidate", "Δ [interval]", "allow", "verdict")
-	for _, m := range r.Metrics {
-		if !shown(m) {
-			continue
-		}
-		gateMark := " "
-		if m.Gate {
-			gateMark = "*"
-		}
-		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", gateMark+m.Name, value(m.Baseline.Median, m.Unit), value(m.Candidate.Median, m.Unit),
+	row := func(m stats.Result) {
+		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", m.Name, value(m.Baseline.Value, m.Unit), value(m.Candidate.Value, m.Unit),
 			delta(m), "±"+allowance(m), m.Verdict, m.P, m.Baseline.N, m.Candidate.N)
 	}
-	writeWorkText(w, r.Work)
+	fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s\n", "gated metric", "baseline mean", "candidate mean", "Δ [interval]", "allow", "verdict")
 	for _, m := range r.Metrics {
+		if m.Gate {
+			row(m)
+		}
+	}
+	if ug := ungated(r); len(ug) > 0 {
+		fmt.Fprintf(w, "\nnot gated (explains the verdict, does not decide it):\n")
+		for _, m := range ug {
+			row(m)
+		}
+	}
+	if len(r.Metrics) > 0 {
+		fmt.Fprintf(w, "\n%s\n", legend(r))
+	}
+	writeWorkText(w, r.Work)
+	for _, m := range gatedFirst(r.Metrics) {
 		switch {
 		case m.Verdict == stats.Regression && m.Why != "":
 			fmt.Fprintf(w, "  %s regressed: %s\n", m.Name, escape.Terminal(m.Why))
@@ -358,7 +429,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	}
 	d := r.Decomposition
 	if len(d.Parts) > 0 {
-		fmt.Fprintf(w, "\nmean step %.2f → %.2f ms (%+.2f):", d.Baseline, d.Candidate, d.Delta)
+		fmt.Fprintf(w, "\n%s:", meanStepLine(r))
 		for _, p := range d.Parts {
 			fmt.Fprintf(w, " %s %+.2f;", p.Name, p.Delta)
 		}
@@ -409,4 +480,25 @@ func allowance(m stats.Result) string {
 		s += fmt.Sprintf(" (≥ %g)", m.MinAbs)
 	}
 	return s
+}
+
+// gatedFirst orders metrics gated ones first, each group in its order.
+func gatedFirst(ms []stats.Result) []stats.Result {
+	out := make([]stats.Result, 0, len(ms))
+	for _, g := range []bool{true, false} {
+		for _, m := range ms {
+			if m.Gate == g {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// capital makes the first letter of s upper case.
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

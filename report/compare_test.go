@@ -85,7 +85,7 @@ func TestCompareJSONContract(t *testing.T) {
 	m := doc["metrics"].([]any)[0].(map[string]any)
 	check("metric", keys(m), "name", "unit", "direction", "baseline", "candidate", "sample_unit", "delta", "delta_ci", "delta_pct", "ci_pct", "confidence",
 		"allowance_pct", "min_abs", "p_value", "significant", "verdict", "gate", "reason", "why", "notes", "warnings", "scale", "need_runs")
-	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "steps", "runs", "run_spread", "run_means", "run_cv")
+	check("summary", keys(m["baseline"].(map[string]any)), "median", "mean", "p90", "min", "max", "n", "steps", "runs", "run_spread", "run_means", "run_cv", "value")
 	if ci := m["ci_pct"].([]any); len(ci) != 2 || ci[0].(float64) > m["delta_pct"].(float64) || ci[1].(float64) < m["delta_pct"].(float64) {
 		t.Errorf("step_time ci_pct %v around delta_pct %v", ci, m["delta_pct"])
 	}

@@ -1,46 +1,11 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
-	"math"
-	"slices"
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/stats"
 )
-
-// notGated names the metrics that moved but do not gate, with their
-// change, as "data_wait +32.0%", the three largest changes first: the
-// headline says they moved without counting them in the verdict (the
-// table has them all).
-func notGated(r *gate.Report) []string {
-	var moved []stats.Result
-	for _, m := range r.Metrics {
-		if !m.Gate && (m.Verdict == stats.Regression || m.Verdict == stats.Improvement) {
-			moved = append(moved, m)
-		}
-	}
-	slices.SortStableFunc(moved, func(a, b stats.Result) int { return cmp.Compare(math.Abs(b.DeltaPct), math.Abs(a.DeltaPct)) })
-	var out []string
-	for i, m := range moved {
-		if i == 3 {
-			out = append(out, fmt.Sprintf("%d more", len(moved)-3))
-			break
-		}
-		d := "changed"
-		if !math.IsNaN(m.DeltaPct) && !math.IsInf(m.DeltaPct, 0) {
-			d = fmt.Sprintf("%+.1f%%", m.DeltaPct)
-		} else if math.IsInf(m.DeltaPct, 0) {
-			d = "new"
-			if m.Candidate.Median == 0 {
-				d = "gone"
-			}
-		}
-		out = append(out, m.Name+" "+d)
-	}
-	return out
-}
 
 // cause is the finding the headline names: the one the gate found to
 // explain the headline regression (gate.Report.Cause), only when the

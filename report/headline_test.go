@@ -12,7 +12,8 @@ import (
 
 // TestHeadlineGatedOnly: "PASS — 1 regression(s)" when a metric that does
 // not gate moved read as a contradiction (issue 19); the headline counts
-// gated metrics and names the others as not gated.
+// gated metrics, and names no other (issue 28: "not gated: sync_time
+// +1238%" in the headline): those are in their own section.
 func TestHeadlineGatedOnly(t *testing.T) {
 	r := &gate.Report{Verdict: stats.Pass, Alpha: 0.05, SampleUnit: stats.UnitRun, Metrics: []stats.Result{
 		{Name: "step_time", Unit: "ms", Gate: true, Verdict: stats.Pass, DeltaPct: 1.2},
@@ -23,12 +24,25 @@ func TestHeadlineGatedOnly(t *testing.T) {
 	WriteCompareText(&txt, r)
 	for _, c := range []struct{ what, got, want string }{
 		{"markdown", md.String(), "0 regression(s) · 0 improvement(s) · 0 inconclusive among gated metrics"},
-		{"markdown", md.String(), "not gated: data\\_wait +32.0%"},
+		{"markdown", md.String(), "#### Not gated: what else moved"},
 		{"text", txt.String(), "gpugate: PASS — 0 regression(s), 0 improvement(s), 0 inconclusive among gated metrics"},
-		{"text", txt.String(), "not gated: data_wait +32.0%"},
+		{"text", txt.String(), "not gated (explains the verdict, does not decide it):\ndata_wait"},
 	} {
 		if !strings.Contains(c.got, c.want) {
-			t.Errorf("%s headline lacks %q:\n%s", c.what, c.want, c.got)
+			t.Errorf("%s lacks %q:\n%s", c.what, c.want, c.got)
+		}
+	}
+	for what, out := range map[string]string{"markdown": md.String(), "text": txt.String()} {
+		out = strings.ToLower(out)
+		head, rest, _ := strings.Cut(out, "not gated")
+		head = strings.SplitN(head, "\n\n", 2)[0]
+		if strings.Contains(head, "data") || !strings.Contains(rest, "data") {
+			t.Errorf("%s: the ungated data_wait is in the headline, or not in its own section:\n%s", what, out)
+		}
+		// The gated table holds step_time and not data_wait.
+		gated, _, _ := strings.Cut(out, "not gated")
+		if strings.Contains(gated, "data_wait") || strings.Contains(gated, "data\\_wait") || !strings.Contains(gated, "step_time") {
+			t.Errorf("%s: gated table wrong:\n%s", what, gated)
 		}
 	}
 	// A pass names no cause, even with a new finding.
