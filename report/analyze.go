@@ -637,3 +637,11 @@ func memoryLine(p *Profile) string {
 	}
 	return ""
 }
+
+// RunValue is the stored run's value of m, as the gate compares it and
+// every view of a run shows it (gate.RunValue: ranks combined per step,
+// then the mean over the measured steps); ok is false when the run has
+// none.
+func (a *Analysis) RunValue(m analysis.Metric) (float64, bool) {
+	return gate.RunValue(gate.Run(a.Results()), m)
+}

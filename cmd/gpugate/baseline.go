@@ -173,7 +173,11 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 var baselineListCmd = &command{
 	usage: "baseline list [-db PATH] [-workload W] [-format text|json]",
 	short: "list the stored runs",
-	long:  "Baseline list prints the stored runs, oldest first, with their median step time.",
+	long: `
+Baseline list prints the stored runs, oldest first, with their step time:
+the run's mean step, its ranks combined as the gate combines them (a step
+takes its slowest rank's time), the number the gate compares and baseline
+show charts.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		workload := fs.String("workload", "", "only this workload")
@@ -201,13 +205,17 @@ var baselineListCmd = &command{
 				StepTimeMs  float64 `json:"step_time_ms"`
 			}
 			rows := []row{}
+			stepTime, _ := analysis.MetricByName("step_time")
 			for _, r := range runs {
 				var doc report.Analysis
 				json.Unmarshal(r.Analysis, &doc)
 				x := row{ID: r.ID, Workload: r.Workload, Branch: r.Branch, Commit: short(r.Commit), Created: r.Created.UTC().Format(time.RFC3339),
 					Kind: r.Kind, Profiler: r.Profiler, Fingerprint: r.FingerprintHash}
 				if len(doc.Profiles) > 0 {
-					x.Steps, x.StepTimeMs = len(doc.Profiles[0].Steps), doc.Profiles[0].Summary["step_time_ms"].Median
+					x.Steps = len(doc.Profiles[0].Steps)
+					if v, ok := doc.RunValue(stepTime); ok {
+						x.StepTimeMs = v
+					}
 				}
 				rows = append(rows, x)
 			}
@@ -217,7 +225,7 @@ var baselineListCmd = &command{
 				return enc.Encode(rows)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tstep ms")
+			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tmean step ms")
 			for _, x := range rows {
 				// To the second: the runs of one refresh are seconds apart.
 				created := strings.Replace(strings.TrimSuffix(x.Created, "Z"), "T", " ", 1)
@@ -230,12 +238,23 @@ var baselineListCmd = &command{
 
 func short(commit string) string { return pipeline.Short(commit) }
 
+// runPoint is one stored run's value of a metric (report.Analysis.RunValue),
+// for baseline show.
+type runPoint struct {
+	RunID   int64
+	Commit  string
+	Created time.Time
+	Value   float64
+}
+
 var baselineShowCmd = &command{
 	usage: "baseline show -workload W [-metric step_time] [-branch main] [-fingerprint HASH] [-db PATH|URL]",
 	short: "show a metric's history over the baseline runs, and any sustained shift",
 	long: `
-Baseline show prints the per-run median of a metric over the baseline runs of
-a branch as a small text chart, and tests the history for one sustained shift
+Baseline show prints a metric's value per run over the baseline runs of a
+branch as a small text chart — the run's mean per step, ranks combined as
+the gate combines them (a time the slowest rank's, a count the sum over
+ranks): the number the gate compares and baseline list shows — and tests the history for one sustained shift
 (a change point: permutation test at α=0.01) so that slow regressions that no
 single pull request crossed are seen. A history is one machine's: it holds
 the runs of one fingerprint (-fingerprint, default the newest baseline
@@ -254,7 +273,6 @@ run's), and says how many runs of other fingerprints it left out.`,
 			if !ok {
 				return usagef("-metric %q: unknown metric", *metric)
 			}
-			col, scale := baseline.SampleName(m.Name, m.Unit)
 			store, err := openStore(ctx, *db, *workload, true)
 			if err != nil {
 				return err
@@ -274,21 +292,33 @@ run's), and says how many runs of other fingerprints it left out.`,
 					others++
 				}
 			}
-			pts, err := store.Series(ctx, *workload, *branch, fp, col)
-			if err != nil {
-				return err
+			// Each run's value as the gate computes it from the stored
+			// analysis (report.Analysis.RunValue), not the median of
+			// its pooled rank-steps: one number per run everywhere.
+			var pts []runPoint
+			for _, r := range all {
+				if r.FingerprintHash != fp {
+					continue
+				}
+				var doc report.Analysis
+				if err := json.Unmarshal(r.Analysis, &doc); err != nil {
+					return fmt.Errorf("baseline run %d: stored analysis: %v", r.ID, err)
+				}
+				if v, ok := doc.RunValue(m); ok {
+					pts = append(pts, runPoint{RunID: r.ID, Commit: r.Commit, Created: r.Created, Value: v})
+				}
 			}
 			if len(pts) == 0 {
 				return fmt.Errorf("no baseline runs of %s on %s with %s and fingerprint %q in %s", *workload, *branch, m.Name, fp, store.Name())
 			}
 			var xs []float64
-			lo, hi := pts[0].Median, pts[0].Median
+			lo, hi := pts[0].Value, pts[0].Value
 			for _, p := range pts {
-				xs = append(xs, p.Median/scale)
-				lo, hi = min(lo, p.Median), max(hi, p.Median)
+				xs = append(xs, p.Value)
+				lo, hi = min(lo, p.Value), max(hi, p.Value)
 			}
 			cp := stats.ChangePoint(xs, 0.01, 999)
-			fmt.Fprintf(stdout, "%s of %s on %s, per-run median (%s), %d runs\n", m.Name, escape.Terminal(*workload), escape.Terminal(*branch), m.Unit, len(pts))
+			fmt.Fprintf(stdout, "%s of %s on %s, mean per run (%s; ranks combined as the gate combines them), %d runs\n", m.Name, escape.Terminal(*workload), escape.Terminal(*branch), m.Unit, len(pts))
 			fmt.Fprintf(stdout, "fingerprint %s: one machine's history\n", escape.Terminal(fp))
 			if others > 0 {
 				fmt.Fprintf(stdout, "(%d baseline run(s) of other fingerprints left out: -fingerprint picks another machine's history; baseline list shows them)\n", others)
@@ -297,13 +327,13 @@ run's), and says how many runs of other fingerprints it left out.`,
 			for i, p := range pts {
 				bar := 1
 				if hi > lo {
-					bar = 1 + int(40*(p.Median-lo)/(hi-lo))
+					bar = 1 + int(40*(p.Value-lo)/(hi-lo))
 				}
 				mark := " "
 				if cp.Found && i == cp.Index {
 					mark = "▶"
 				}
-				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Median/scale, strings.Repeat("█", bar))
+				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Value, strings.Repeat("█", bar))
 			}
 			if cp.Found {
 				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", cp.Index+1, escape.Terminal(short(pts[cp.Index].Commit)),

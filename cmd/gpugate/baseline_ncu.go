@@ -15,9 +15,9 @@ import (
 // showNCU lists, for baseline show, the Nsight Compute deep-dive stored
 // with the newest of the shown runs that has one (gpugate baseline refresh
 // with perf.yaml deep_dive records them), one line per kernel.
-func showNCU(ctx context.Context, w io.Writer, store *baseline.Store, pts []baseline.Point) error {
+func showNCU(ctx context.Context, w io.Writer, store *baseline.Store, pts []runPoint) error {
 	ids := make([]int64, len(pts))
-	at := map[int64]baseline.Point{}
+	at := map[int64]runPoint{}
 	for i, p := range pts {
 		ids[i] = p.RunID
 		at[p.RunID] = p

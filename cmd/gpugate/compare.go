@@ -30,22 +30,26 @@ var compareCmd = &command{
 	long: `
 Compare reads a baseline and a candidate — traces or the JSON that
 'gpugate analyze -format json' wrote — and compares every per-step metric
-by the Hodges–Lehmann shift from baseline to candidate and its
-distribution-free confidence interval (1-α, α=0.05 by default). A metric
-regresses when the interval excludes 0 and the shift is beyond its
+by the change of its mean per step: each run's mean over its measured
+steps is one sample (the run is the unit: steps of one run cannot show how
+much whole runs differ), and the change is the ratio of the two sides'
+geometric means of run means with its t interval on the log scale (1-α,
+α=0.05 by default; on the means themselves where one is 0). A metric
+regresses when the interval excludes 0 and the change is beyond its
 allowance (15% for times, tight for counts such as kernels and sync calls);
 it passes only when the interval stays within the allowance; anything else
-is "inconclusive", with what would settle it — never a silent pass.
-step_time, kernels, cpu_wait, sync_calls and peak_memory gate the
-verdict (peak memory: 5% and at least 64 MiB); the other metrics
-explain it. docs/verdicts.md states the rule.
+is "inconclusive", with what would settle it, in runs — never a silent
+pass. step_time, kernels, cpu_wait, sync_calls and peak_memory gate the
+verdict (peak memory: 5% and at least 64 MiB); the other metrics explain
+it. The tables show each side's mean, the numbers the change compares.
+docs/verdicts.md states the rule.
 
 Several -base (or -head) files are the ranks of one run: they are combined
-per step (times and memory: the slowest or largest rank; counts: the sum), never pooled as
-samples. With -runs each file is a run of its own; with 3 or more runs on
-both sides each run's median step is one sample, so the verdict covers
-run-to-run drift; with fewer the steps are the samples and the report says
-what that cannot see.
+per step (times and memory: the slowest or largest rank; counts: the sum),
+never pooled as samples. With -runs each file is a run of its own. With
+one run on each side there is no run-to-run spread and no verdict
+(inconclusive: record >= 3 baseline runs); with 3 or more the interval
+covers run-to-run drift.
 
 Both sides must have run on the same hardware under the same profiler: the
 devices, device count, world size and profiler the traces record are

@@ -278,7 +278,10 @@ Run 'gpugate help <command>' for details.
 
 	usage: gpugate baseline list [-db PATH] [-workload W] [-format text|json]
 
-	Baseline list prints the stored runs, oldest first, with their median step time.
+	Baseline list prints the stored runs, oldest first, with their step time:
+	the run's mean step, its ranks combined as the gate combines them (a step
+	takes its slowest rank's time), the number the gate compares and baseline
+	show charts.
 
 	Flags:
 	  -db path
@@ -380,8 +383,10 @@ Run 'gpugate help <command>' for details.
 
 	usage: gpugate baseline show -workload W [-metric step_time] [-branch main] [-fingerprint HASH] [-db PATH|URL]
 
-	Baseline show prints the per-run median of a metric over the baseline runs of
-	a branch as a small text chart, and tests the history for one sustained shift
+	Baseline show prints a metric's value per run over the baseline runs of a
+	branch as a small text chart — the run's mean per step, ranks combined as
+	the gate combines them (a time the slowest rank's, a count the sum over
+	ranks): the number the gate compares and baseline list shows — and tests the history for one sustained shift
 	(a change point: permutation test at α=0.01) so that slow regressions that no
 	single pull request crossed are seen. A history is one machine's: it holds
 	the runs of one fingerprint (-fingerprint, default the newest baseline
@@ -407,22 +412,26 @@ Run 'gpugate help <command>' for details.
 
 	Compare reads a baseline and a candidate — traces or the JSON that
 	'gpugate analyze -format json' wrote — and compares every per-step metric
-	by the Hodges–Lehmann shift from baseline to candidate and its
-	distribution-free confidence interval (1-α, α=0.05 by default). A metric
-	regresses when the interval excludes 0 and the shift is beyond its
+	by the change of its mean per step: each run's mean over its measured
+	steps is one sample (the run is the unit: steps of one run cannot show how
+	much whole runs differ), and the change is the ratio of the two sides'
+	geometric means of run means with its t interval on the log scale (1-α,
+	α=0.05 by default; on the means themselves where one is 0). A metric
+	regresses when the interval excludes 0 and the change is beyond its
 	allowance (15% for times, tight for counts such as kernels and sync calls);
 	it passes only when the interval stays within the allowance; anything else
-	is "inconclusive", with what would settle it — never a silent pass.
-	step_time, kernels, cpu_wait, sync_calls and peak_memory gate the
-	verdict (peak memory: 5% and at least 64 MiB); the other metrics
-	explain it. docs/verdicts.md states the rule.
+	is "inconclusive", with what would settle it, in runs — never a silent
+	pass. step_time, kernels, cpu_wait, sync_calls and peak_memory gate the
+	verdict (peak memory: 5% and at least 64 MiB); the other metrics explain
+	it. The tables show each side's mean, the numbers the change compares.
+	docs/verdicts.md states the rule.
 
 	Several -base (or -head) files are the ranks of one run: they are combined
-	per step (times and memory: the slowest or largest rank; counts: the sum), never pooled as
-	samples. With -runs each file is a run of its own; with 3 or more runs on
-	both sides each run's median step is one sample, so the verdict covers
-	run-to-run drift; with fewer the steps are the samples and the report says
-	what that cannot see.
+	per step (times and memory: the slowest or largest rank; counts: the sum),
+	never pooled as samples. With -runs each file is a run of its own. With
+	one run on each side there is no run-to-run spread and no verdict
+	(inconclusive: record >= 3 baseline runs); with 3 or more the interval
+	covers run-to-run drift.
 
 	Both sides must have run on the same hardware under the same profiler: the
 	devices, device count, world size and profiler the traces record are
@@ -573,20 +582,23 @@ Run 'gpugate help <command>' for details.
 
 # Statistics
 
-The change of a metric is the Hodges–Lehmann shift from baseline to
-candidate (the median of all pairwise differences) with its distribution-free
-confidence interval from the Mann–Whitney U distribution (1-α, α=0.05 by
-default), shown in % of the baseline median: +7.5% [+2.1, +12.9]. A metric
-regresses when the interval excludes 0 and the shift is beyond its allowance
-(15% for times by default, 5% for kernels per step, any new sync call per
-step); it passes only when the interval stays within the allowance; anything
-else is inconclusive, with what would settle it. 15% and 0.15 mean the same.
+The change of a metric is the change of its mean per step: each run's
+mean over its measured steps is one sample, and the change is the ratio of
+the candidate's and the baseline's geometric means of run means, with its
+t interval on the log scale (1-α, α=0.05 by default; on the means
+themselves where one is 0), shown in % of the baseline: +7.5% [+2.1, +12.9].
+The reports show both means, the numbers the change compares. A metric
+regresses when the interval excludes 0 and the change is beyond its
+allowance (15% for times by default, 5% for kernels per step, any new sync
+call per step); it passes only when the interval stays within the
+allowance; anything else is inconclusive, with what would settle it, in
+runs. 15% and 0.15 mean the same.
 
 The ranks of one run are combined per step (times: the slowest rank;
-counts: the sum), never pooled as samples. With 3 or more runs on both sides
-each run's median step is one sample; with fewer the steps are, and the
-report says that this cannot see run-to-run drift. The first and last steps
-of a profile are left out once, by analyze, for every consumer. The rule in
-full: docs/verdicts.md.
+counts: the sum), never pooled as samples. One run a side shows no
+run-to-run spread and decides nothing; record 3 or more baseline runs. A/B
+(gpugate ab) takes each pair's log-ratio as the sample. The first and last
+steps of a profile are left out once, by analyze, for every consumer. The
+rule in full: docs/verdicts.md.
 */
 package main

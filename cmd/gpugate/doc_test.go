@@ -37,21 +37,24 @@ func TestDocHelp(t *testing.T) {
 	b.WriteString(`
 # Statistics
 
-The change of a metric is the Hodges–Lehmann shift from baseline to
-candidate (the median of all pairwise differences) with its distribution-free
-confidence interval from the Mann–Whitney U distribution (1-α, α=0.05 by
-default), shown in % of the baseline median: +7.5% [+2.1, +12.9]. A metric
-regresses when the interval excludes 0 and the shift is beyond its allowance
-(15% for times by default, 5% for kernels per step, any new sync call per
-step); it passes only when the interval stays within the allowance; anything
-else is inconclusive, with what would settle it. 15% and 0.15 mean the same.
+The change of a metric is the change of its mean per step: each run's
+mean over its measured steps is one sample, and the change is the ratio of
+the candidate's and the baseline's geometric means of run means, with its
+t interval on the log scale (1-α, α=0.05 by default; on the means
+themselves where one is 0), shown in % of the baseline: +7.5% [+2.1, +12.9].
+The reports show both means, the numbers the change compares. A metric
+regresses when the interval excludes 0 and the change is beyond its
+allowance (15% for times by default, 5% for kernels per step, any new sync
+call per step); it passes only when the interval stays within the
+allowance; anything else is inconclusive, with what would settle it, in
+runs. 15% and 0.15 mean the same.
 
 The ranks of one run are combined per step (times: the slowest rank;
-counts: the sum), never pooled as samples. With 3 or more runs on both sides
-each run's median step is one sample; with fewer the steps are, and the
-report says that this cannot see run-to-run drift. The first and last steps
-of a profile are left out once, by analyze, for every consumer. The rule in
-full: docs/verdicts.md.
+counts: the sum), never pooled as samples. One run a side shows no
+run-to-run spread and decides nothing; record 3 or more baseline runs. A/B
+(gpugate ab) takes each pair's log-ratio as the sample. The first and last
+steps of a profile are left out once, by analyze, for every consumer. The
+rule in full: docs/verdicts.md.
 */
 package main
 `)
