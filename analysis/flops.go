@@ -49,6 +49,19 @@ type WorkResult struct {
 	PeakTFLOPS *float64   `json:"peak_tflops"`
 	MFUAbsent  string     `json:"mfu_absent,omitempty"`
 	Steps      []StepWork `json:"steps"`
+	// Ops are the counted top-level operators of the steps by kind, with
+	// their calls and FLOPs per step (FLOPs of the counted ones only),
+	// most FLOPs first: what a comparison names when the work per step
+	// grew (package gate's more-work finding). Absent from documents
+	// written before gpugate kept them.
+	Ops []OpWork `json:"ops,omitempty"`
+}
+
+// OpWork is one kind of counted operator's work per step.
+type OpWork struct {
+	Name  string  `json:"name"`            // the operator, as torch names it (aten::linear)
+	Calls float64 `json:"calls_per_step"`  // top-level calls per step
+	FLOPs float64 `json:"flops_per_step"` // their FLOPs per step, where counted
 }
 
 // StepWork is one step's throughput and FLOPs.
@@ -163,6 +176,7 @@ func (r *Result) work(w Work) *WorkResult {
 	counted := make([]int, len(r.Steps))
 	missing := make([]int, len(r.Steps))
 	fromTrace, fromShapes := false, false
+	byKind := map[trace.FLOPKind]*OpWork{}
 	for _, op := range ops {
 		i, ok := slices.BinarySearchFunc(r.Steps, op.Start, func(s Step, t int64) int {
 			switch {
@@ -177,6 +191,15 @@ func (r *Result) work(w Work) *WorkResult {
 			continue
 		}
 		wr.FLOPOps++
+		ow := byKind[op.Kind]
+		if ow == nil {
+			ow = &OpWork{Name: op.Kind.String()}
+			byKind[op.Kind] = ow
+		}
+		ow.Calls++
+		if !math.IsNaN(op.FLOPs) && !math.IsInf(op.FLOPs, 0) && !math.IsInf(ow.FLOPs+op.FLOPs, 0) {
+			ow.FLOPs += op.FLOPs
+		}
 		// An operator's own flops arg is its count where torch wrote one
 		// (with_flops: mm, addmm, bmm, baddbmm, conv2d), else its shapes
 		// give it (linear, convolution_backward, and everything on torch
@@ -195,6 +218,14 @@ func (r *Result) work(w Work) *WorkResult {
 		}
 		perStep[i] += op.FLOPs
 		counted[i]++
+	}
+	if n := float64(len(r.Steps)); n > 0 {
+		for _, ow := range byKind {
+			ow.Calls /= n
+			ow.FLOPs /= n
+			wr.Ops = append(wr.Ops, *ow)
+		}
+		slices.SortFunc(wr.Ops, func(a, b OpWork) int { return cmp.Or(cmp.Compare(b.FLOPs, a.FLOPs), strings.Compare(a.Name, b.Name)) })
 	}
 	switch {
 	case fromTrace && fromShapes:

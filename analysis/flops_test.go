@@ -174,3 +174,25 @@ func TestWorkMixedSources(t *testing.T) {
 		t.Errorf("work %+v step %+v", w, w.Steps[0])
 	}
 }
+
+// TestWorkOps: the operators behind the FLOPs, per step, by kind, most
+// FLOPs first; an uncounted call counts as a call and adds no FLOPs.
+func TestWorkOps(t *testing.T) {
+	p := trace.New("t.json", trace.FormatKineto)
+	p.FLOPOps = []trace.FLOPOp{
+		{Start: 100, End: 200, Thread: 1, Kind: trace.FLOPLinear, FLOPs: 4e9},
+		{Start: 300, End: 400, Thread: 1, Kind: trace.FLOPLinear, FLOPs: 2e9},
+		{Start: 500, End: 600, Thread: 1, Kind: trace.FLOPMM, FLOPs: 1e9},
+		{Start: 1_000_100, End: 1_000_200, Thread: 1, Kind: trace.FLOPLinear, FLOPs: 4e9},
+		{Start: 1_000_300, End: 1_000_400, Thread: 1, Kind: trace.FLOPMM, FLOPs: math.NaN()},
+		{Start: 5_000_000, End: 5_000_100, Thread: 1, Kind: trace.FLOPBmm, FLOPs: 9e9}, // in no step
+	}
+	r := &Result{Profile: p, Steps: []Step{{HostStart: 0, HostEnd: 1_000_000, Start: 0, End: 1e9}, {HostStart: 1_000_000, HostEnd: 2_000_000, Start: 1e9, End: 2e9}}}
+	w := r.work(Work{})
+	// By hand over 2 steps: linear 3 calls, 10e9 FLOPs → 1.5 and 5e9 per
+	// step; mm 2 calls (one uncounted), 1e9 → 1 and 0.5e9; bmm outside.
+	want := []OpWork{{"aten::linear", 1.5, 5e9}, {"aten::mm", 1, 0.5e9}}
+	if len(w.Ops) != 2 || w.Ops[0] != want[0] || w.Ops[1] != want[1] {
+		t.Errorf("ops %+v, want %+v", w.Ops, want)
+	}
+}

@@ -49,6 +49,33 @@ const (
 	FLOPUncountable
 )
 
+// String names the kind as torch names its operators.
+func (k FLOPKind) String() string {
+	switch k {
+	case FLOPMM:
+		return "aten::mm"
+	case FLOPAddmm:
+		return "aten::addmm"
+	case FLOPBmm:
+		return "aten::bmm"
+	case FLOPBaddbmm:
+		return "aten::baddbmm"
+	case FLOPLinear:
+		return "aten::linear"
+	case FLOPConv:
+		return "aten::conv1d/2d/3d"
+	case FLOPConvolution:
+		return "aten::convolution"
+	case FLOPConvTranspose:
+		return "aten::conv_transpose1d/2d/3d"
+	case FLOPConvBackward:
+		return "aten::convolution_backward"
+	case FLOPUncountable:
+		return "convolution backward (uncounted)"
+	}
+	return "other"
+}
+
 var flopKinds = map[string]FLOPKind{
 	"aten::mm": FLOPMM, "aten::addmm": FLOPAddmm, "aten::bmm": FLOPBmm, "aten::baddbmm": FLOPBaddbmm,
 	"aten::linear": FLOPLinear,
