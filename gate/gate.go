@@ -163,6 +163,9 @@ type Report struct {
 	// Work is throughput and FLOPs side by side (work.go); null when
 	// neither side has them.
 	Work *WorkComparison `json:"work"`
+	// Ranks are each rank's own step, FLOPs and sync calls on both sides
+	// (ranks.go); omitted for single-rank runs.
+	Ranks []RankChange `json:"ranks,omitempty"`
 	// Sampling says how an A/B comparison sampled: how many pairs, in
 	// what order, and why it stopped; omitted elsewhere.
 	Sampling *Sampling `json:"sampling,omitempty"`
@@ -374,6 +377,9 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.Kernels = kernelDiff(base, cand, opt.TopKernels)
 	rep.Findings = findings(base, cand, rep.Decomposition)
 	rep.syncFinding(cand)
+	br, cr := perRank(base), perRank(cand)
+	rep.compareRanks(br, cr)
+	rep.moreWork(br, cr)
 	rep.explain()
 	rep.compareWork(base, cand)
 	for _, rs := range [][]Run{base, cand} {
@@ -878,9 +884,9 @@ func num(v float64) string {
 // step it moved.
 func (rep *Report) explain() {
 	related := map[string][]string{
-		"step_time":     {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
+		"step_time":     {"more-work", "data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
 		"sync_calls":    {"host-sync"},
-		"kernels":       {"launch-bound"},
+		"kernels":       {"more-work", "launch-bound"},
 		"gpu_util":      {"data-loader-bound", "host-sync", "launch-bound", "memcpy-bound", "comm-bound", "low-utilization"},
 		"cpu_wait":      {"data-loader-bound", "host-sync", "launch-bound"},
 		"data_wait":     {"data-loader-bound"},

@@ -260,6 +260,9 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	if f := cause(r); f != nil {
 		fmt.Fprintf(w, "**Why:** %s — %s. %s.\n\n**Try:** %s.\n\n", escape.CodeSpan(f.ID), clip(f.Summary), clip(f.Evidence), f.Suggestion)
 	}
+	if l := gate.RanksLine(r.Ranks); l != "" {
+		fmt.Fprintf(w, "**Ranks** (each rank's own mean step; the job's step is its slowest rank's): %s.\n\n", text(l))
+	}
 	fmt.Fprint(w, metricHeadMarkdown)
 	for _, m := range r.Metrics {
 		if m.Gate {
@@ -297,17 +300,28 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 			fmt.Fprintf(w, "| %s | %s | %s | %+.2f ms |\n", p.Name, value(p.Baseline, "ms"), value(p.Candidate, "ms"), p.Delta)
 		}
 	}
-	if len(r.Findings) > 0 {
+	causes, context := splitFindings(r.Findings)
+	if noBaseline(r) && len(r.Findings) > 0 {
 		fmt.Fprint(w, "\n#### Findings in the candidate\n\n")
 		for _, f := range r.Findings {
-			tag := ""
-			switch {
-			case f.New:
-				tag = " **new**"
-			case f.Worse:
+			fmt.Fprintf(w, "- %s (%s): %s. %s. *Try:* %s.\n", escape.CodeSpan(f.ID), escape.Markdown(f.Severity), clip(f.Summary), clip(f.Evidence), f.Suggestion)
+		}
+		causes, context = nil, nil
+	}
+	if len(causes) > 0 {
+		fmt.Fprint(w, "\n#### Findings: new or worse than in the baseline\n\nRanked by the milliseconds of the change in mean step they account for.\n\n")
+		for _, f := range causes {
+			tag := " **new**"
+			if !f.New {
 				tag = fmt.Sprintf(" **worse** (was %.0f%% of the step)", 100*f.BaselineShare)
 			}
-			fmt.Fprintf(w, "- %s (%s)%s: %s. %s. *Try:* %s.\n", escape.CodeSpan(f.ID), escape.Markdown(f.Severity), tag, clip(f.Summary), clip(f.Evidence), f.Suggestion)
+			fmt.Fprintf(w, "- %s (%s)%s, accounts for %.2f ms: %s. %s. *Try:* %s.\n", escape.CodeSpan(f.ID), escape.Markdown(f.Severity), tag, f.AccountsMs, clip(f.Summary), clip(f.Evidence), f.Suggestion)
+		}
+	}
+	if len(context) > 0 {
+		fmt.Fprint(w, "\n#### Context: as in the baseline, not a cause of the change\n\n")
+		for _, f := range context {
+			fmt.Fprintf(w, "- %s (%s), %.0f%% of the step (baseline %.0f%%): %s. %s. *Try:* %s.\n", escape.CodeSpan(f.ID), escape.Markdown(f.Severity), 100*f.Share, 100*f.BaselineShare, clip(f.Summary), clip(f.Evidence), f.Suggestion)
 		}
 	}
 	k := r.Kernels
@@ -395,6 +409,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	if f := cause(r); f != nil {
 		fmt.Fprintf(w, "why: %s: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Summary))
 	}
+	if l := gate.RanksLine(r.Ranks); l != "" {
+		fmt.Fprintf(w, "ranks (each rank's own mean step; the job's step is its slowest rank's): %s\n", escape.Terminal(l))
+	}
 	fmt.Fprintln(w)
 	if len(r.Mismatch) > 0 {
 		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", escape.Terminal(strings.Join(r.Mismatch, "; ")))
@@ -435,16 +452,28 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		}
 		fmt.Fprintln(w)
 	}
-	for _, f := range r.Findings {
-		tag := ""
-		switch {
-		case f.New:
-			tag = " [new]"
-		case f.Worse:
+	causes, context := splitFindings(r.Findings)
+	if noBaseline(r) {
+		for _, f := range r.Findings {
+			fmt.Fprintf(w, "\n%s (%s): %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity),
+				escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
+		}
+		causes, context = nil, nil
+	}
+	for _, f := range causes {
+		tag := " [new]"
+		if !f.New {
 			tag = " [worse]"
 		}
-		fmt.Fprintf(w, "\n%s (%s)%s: %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity), tag,
+		fmt.Fprintf(w, "\n%s (%s)%s, accounts for %.2f ms: %s\n  evidence: %s\n  try: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity), tag, f.AccountsMs,
 			escape.Terminal(f.Summary), escape.Terminal(f.Evidence), escape.Terminal(f.Suggestion))
+	}
+	if len(context) > 0 {
+		fmt.Fprintf(w, "\ncontext (as in the baseline, not a cause of the change):\n")
+	}
+	for _, f := range context {
+		fmt.Fprintf(w, "  %s (%s), %.0f%% of the step (baseline %.0f%%): %s\n    evidence: %s\n", escape.Terminal(f.ID), escape.Terminal(f.Severity), 100*f.Share, 100*f.BaselineShare,
+			escape.Terminal(f.Summary), escape.Terminal(f.Evidence))
 	}
 	writeDeepDiveText(w, r)
 	writeNodesText(w, r.Nodes)
@@ -502,3 +531,22 @@ func capital(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// splitFindings separates the findings that are new or worse than in the
+// baseline (possible causes, ranked by the gate) from those present as
+// much in the baseline: context, never a cause (issue 28). A report
+// without a baseline has no causes: its findings are the candidate's own.
+func splitFindings(fs []gate.Finding) (causes, context []gate.Finding) {
+	for _, f := range fs {
+		if f.New || f.Worse {
+			causes = append(causes, f)
+		} else {
+			context = append(context, f)
+		}
+	}
+	return causes, context
+}
+
+// noBaseline reports whether r compared nothing: its findings are the
+// candidate's own, neither causes nor context.
+func noBaseline(r *gate.Report) bool { return r.Verdict == stats.NoBaseline || len(r.Metrics) == 0 }

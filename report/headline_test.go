@@ -78,3 +78,34 @@ func TestOverheadText(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsContext: a finding as strong in the baseline is context,
+// listed below the causes and never among them (issue 28: the same
+// host-sync of AdamW's .item() on every run, baseline included, read as a
+// cause); the ranks line names the rank whose work changed.
+func TestFindingsContext(t *testing.T) {
+	pct := 100.0
+	zero := 0.0
+	r := &gate.Report{Verdict: stats.Regression, Alpha: 0.05, SampleUnit: stats.UnitRun, Cause: "more-work",
+		Metrics: []stats.Result{{Name: "step_time", Unit: "ms", Gate: true, Verdict: stats.Regression, DeltaPct: 100}},
+		Findings: []gate.Finding{
+			{Finding: analysis.Finding{ID: "more-work", Summary: "more FLOPs", Evidence: "e", Suggestion: "x", Share: 0.5}, New: true, AccountsMs: 20},
+			{Finding: analysis.Finding{ID: "host-sync", Summary: "2 blocking host sync(s) per step", Evidence: "adamw", Suggestion: "y", Share: 0.01}, BaselineShare: 0.01},
+		},
+		Ranks: []gate.RankChange{{Rank: 1, Known: true, DeltaMs: 19, FLOPsDeltaPct: &zero}, {Rank: 0, Known: true, DeltaMs: 20, FLOPsDeltaPct: &pct}}}
+	var md, txt bytes.Buffer
+	WriteCompareMarkdown(&md, r)
+	WriteCompareText(&txt, r)
+	m := md.String()
+	causes, ctx, ok := strings.Cut(m, "#### Context: as in the baseline")
+	if !ok || !strings.Contains(causes, "`more-work` (") || strings.Contains(causes, "`host-sync` (") || !strings.Contains(ctx, "`host-sync` (") {
+		t.Errorf("markdown: host-sync is not context below the causes:\n%s", m)
+	}
+	if !strings.Contains(m, "**Ranks** (each rank's own mean step; the job's step is its slowest rank's): rank 0 slowed by 20.0 ms (FLOPs per step +100%), rank 1 by 19.0 ms (FLOPs per step +0%).") {
+		t.Errorf("markdown: no ranks line:\n%s", m)
+	}
+	tc, tctx, ok := strings.Cut(txt.String(), "context (as in the baseline")
+	if !ok || !strings.Contains(tc, "more-work (") || strings.Contains(tc, "host-sync (") || !strings.Contains(tctx, "host-sync (") {
+		t.Errorf("text: host-sync is not context:\n%s", txt.String())
+	}
+}

@@ -1,0 +1,159 @@
+package gate
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gpugate/gpugate/internal/escape"
+)
+
+// MoreWorkFLOPs is the rise of FLOPs per step (a fraction) from which the
+// candidate is taken to do more work: FLOP counts of a model and batch are
+// deterministic, so 5% is far above noise.
+const MoreWorkFLOPs = 0.05
+
+// moreWork adds the "more-work" finding when the candidate does more work
+// per step than the baseline: more FLOPs per step on some rank, or (without
+// FLOPs) more kernels per step. A step that does more takes longer for
+// that reason, whatever else the trace shows (issue 28: three extra
+// forward passes on rank 0, FLOPs +52%, were headlined as host-sync from
+// the .item() calls they made). Its AccountsMs estimates the time the
+// extra work costs: on the rank whose estimate is largest (the job's step
+// is its slowest rank's), the baseline's busy time per step times the
+// rise of its FLOPs, bounded by the change itself; from kernels, the time
+// per step of the kernels whose count rose.
+func (rep *Report) moreWork(b, c rankSide) {
+	d := rep.Decomposition
+	var f *Finding
+	if ff := rep.moreFLOPs(b, c); ff != nil {
+		f = ff
+	} else if fk := rep.moreKernels(); fk != nil {
+		f = fk
+	}
+	if f == nil {
+		return
+	}
+	f.AccountsMs = min(max(f.AccountsMs, 0), max(d.Delta, 0))
+	if d.Candidate > 0 {
+		f.Share = f.AccountsMs / d.Candidate
+	}
+	f.Severity = "medium"
+	if d.Delta > 0 && f.AccountsMs >= 0.5*d.Delta {
+		f.Severity = "high"
+	}
+	if d.Delta > 0 {
+		f.Summary += fmt.Sprintf(": about %.1f ms of the %+.1f ms change in mean step", f.AccountsMs, d.Delta)
+	}
+	f.Suggestion = "check that the extra work is intended: an evaluation or logging forward pass inside the training step, a larger batch or model, a loop that runs more often; evaluate every N steps or outside the step (under torch.no_grad()), or accept the regression if the work is wanted"
+	rep.Findings = append(rep.Findings, *f)
+	rep.sortFindings()
+}
+
+func (rep *Report) moreFLOPs(b, c rankSide) *Finding {
+	var jobB, jobC float64
+	for _, k := range c.order {
+		fb, okb := b.flops[k]
+		fc, okc := c.flops[k]
+		if !okb || !okc {
+			return nil // FLOPs of some ranks only: no job total to compare
+		}
+		jobB, jobC = jobB+fb, jobC+fc
+	}
+	if len(c.order) == 0 || jobB <= 0 || jobC < (1+MoreWorkFLOPs)*jobB || math.IsInf(jobB, 0) || math.IsInf(jobC, 0) || math.IsInf(jobC/jobB, 0) {
+		return nil
+	}
+	// The rank whose extra work costs most.
+	best, bestMs := -1, math.Inf(-1)
+	for _, k := range c.order {
+		fb, fc := b.flops[k], c.flops[k]
+		if fb <= 0 {
+			continue
+		}
+		if ms := (fc/fb - 1) * b.busy[k]; ms > bestMs && !math.IsInf(ms, 0) && !math.IsNaN(ms) {
+			best, bestMs = k, ms
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	where := ""
+	if len(c.order) > 1 {
+		where = fmt.Sprintf(" on rank %d", best)
+		if !c.known[best] {
+			where = fmt.Sprintf(" on rank #%d", best)
+		}
+	}
+	f := &Finding{New: true, AccountsMs: bestMs}
+	f.ID = "more-work"
+	f.Summary = fmt.Sprintf("the candidate does more work per step%s: FLOPs per step %+.0f%% there (%s → %s)", where, 100*(c.flops[best]/b.flops[best]-1), gflop(b.flops[best]), gflop(c.flops[best]))
+	var ev []string
+	if len(c.order) > 1 {
+		ev = append(ev, fmt.Sprintf("the job's FLOPs per step %s → %s (%+.0f%%), ranks summed", gflop(jobB), gflop(jobC), 100*(jobC/jobB-1)))
+		for _, k := range c.order {
+			if k != best && b.flops[k] > 0 {
+				ev = append(ev, fmt.Sprintf("rank %d %+.0f%%", k, 100*(c.flops[k]/b.flops[k]-1)))
+			}
+		}
+	}
+	// The operators that added it, on that rank.
+	type opd struct {
+		name         string
+		calls, flops float64
+		bc, cc       float64
+	}
+	var ops []opd
+	for name, co := range c.ops[best] {
+		bo := b.ops[best][name]
+		if dfl := co.FLOPs - bo.FLOPs; dfl > 0 || co.Calls > bo.Calls {
+			ops = append(ops, opd{name, co.Calls - bo.Calls, dfl, bo.Calls, co.Calls})
+		}
+	}
+	slices.SortFunc(ops, func(x, y opd) int { return cmp.Or(cmp.Compare(y.flops, x.flops), strings.Compare(x.name, y.name)) })
+	for i, o := range ops {
+		if i == 3 {
+			break
+		}
+		c := fmt.Sprintf("%s %s → %s calls per step (%+.3g GFLOP)", escape.CodeSpan(o.name), num(o.bc), num(o.cc), o.flops/1e9)
+		f.Culprits = append(f.Culprits, c)
+	}
+	if len(f.Culprits) > 0 {
+		ev = append([]string{"added by " + strings.Join(f.Culprits, ", ")}, ev...)
+	} else if len(c.ops[best]) == 0 {
+		ev = append(ev, "the operators are not known (a baseline stored before gpugate kept them)")
+	}
+	ev = append(ev, fmt.Sprintf("at the baseline's %.1f ms of busy time per step on that rank, the extra FLOPs cost about %.1f ms", b.busy[best], bestMs))
+	f.Evidence = strings.Join(ev, "; ")
+	return f
+}
+
+// moreKernels is the finding from kernels per step, for profiles without
+// FLOPs: the kernels metric rose beyond its allowance.
+func (rep *Report) moreKernels() *Finding {
+	m := rep.metric("kernels")
+	if m == nil || !m.Significant || m.Delta <= 0 || m.DeltaPct < 100*MoreWorkFLOPs {
+		return nil
+	}
+	var ms float64
+	var names []string
+	for _, k := range append(slices.Clone(rep.Kernels.Added), rep.Kernels.Changed...) {
+		if k.CandidateCount > k.BaselineCount && k.DeltaMs > 0 {
+			ms += k.DeltaMs
+			if len(names) < 3 {
+				names = append(names, fmt.Sprintf("%s %s → %s per step (%+.3f ms)", escape.CodeSpan(k.Name), num(k.BaselineCount), num(k.CandidateCount), k.DeltaMs))
+			}
+		}
+	}
+	f := &Finding{New: true, AccountsMs: ms}
+	f.ID = "more-work"
+	f.Summary = fmt.Sprintf("the candidate runs more kernels per step: %s → %s (%+.0f%%)", num(m.Baseline.Value), num(m.Candidate.Value), m.DeltaPct)
+	f.Culprits = names
+	f.Evidence = fmt.Sprintf("the kernels whose count rose take %.2f ms more GPU time per step", ms)
+	if len(names) > 0 {
+		f.Evidence += ": " + strings.Join(names, ", ")
+	}
+	return f
+}
+
