@@ -59,8 +59,8 @@ type WorkResult struct {
 
 // OpWork is one kind of counted operator's work per step.
 type OpWork struct {
-	Name  string  `json:"name"`            // the operator, as torch names it (aten::linear)
-	Calls float64 `json:"calls_per_step"`  // top-level calls per step
+	Name  string  `json:"name"`           // the operator, as torch names it (aten::linear)
+	Calls float64 `json:"calls_per_step"` // top-level calls per step
 	FLOPs float64 `json:"flops_per_step"` // their FLOPs per step, where counted
 }
 

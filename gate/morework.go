@@ -156,4 +156,3 @@ func (rep *Report) moreKernels() *Finding {
 	}
 	return f
 }
-
