@@ -925,6 +925,28 @@ func (rep *Report) explain() {
 	}
 	if c, ok := causes["step_time"]; ok {
 		rep.Cause = c
+		return
+	}
+	if len(causes) == 0 {
+		return
+	}
+	// No cause of step time: the headline names, among the causes of the
+	// gated regressions and the more-work finding when the step got
+	// slower (more work per step also brings more kernels, syncs and
+	// memory), the one that accounts for most of the change in step time
+	// (findings are ranked by it). Three extra forward passes with a
+	// .item() each regress sync_calls while step time stays inconclusive
+	// on a noisy machine: the extra work is the cause, not the sync
+	// (issue 28).
+	named := map[string]bool{}
+	for _, c := range causes {
+		named[c] = true
+	}
+	for _, f := range rep.Findings {
+		if (f.New || f.Worse) && (named[f.ID] || f.ID == "more-work" && rep.Decomposition.Delta > 0 && f.AccountsMs > 0) {
+			rep.Cause = f.ID
+			return
+		}
 	}
 }
 

@@ -82,3 +82,30 @@ func TestMoreWorkIsTheCause(t *testing.T) {
 		}
 	}
 }
+
+// TestMoreWorkHeadsSyncRegression: on a noisy machine step time stays
+// inconclusive while sync_calls (0 → 3, exact) regresses; the headline
+// still names the extra work, which accounts for the slower step, and
+// sync_calls keeps host-sync as its why.
+func TestMoreWorkHeadsSyncRegression(t *testing.T) {
+	var base []Run
+	for i, ms := range []float64{20, 45, 28, 60, 35} {
+		base = append(base, Run{ddpRank(0, 8, ms, 0.1*float64(i), 1e9, 4, 0), ddpRank(1, 8, ms, 0.1*float64(i), 1e9, 4, 0)})
+	}
+	cand := []Run{{ddpRank(0, 8, 80, 0.5, 2e9, 10, 3), ddpRank(1, 8, 80, 0.5, 1e9, 4, 0)}}
+	rep := Compare(base, cand, Options{})
+	if st := rep.metric("step_time"); st.Verdict != stats.Inconclusive {
+		t.Fatalf("step_time %s, want inconclusive (the baseline's spread)", st.Verdict)
+	}
+	if sc := rep.metric("sync_calls"); sc.Verdict != stats.Regression || !strings.HasPrefix(sc.Why, "`host-sync`") {
+		t.Errorf("sync_calls %s, why %q", sc.Verdict, sc.Why)
+	}
+	if rep.Cause != "more-work" {
+		t.Errorf("cause %q, want more-work: findings %+v", rep.Cause, rep.Findings)
+	}
+	// Without more work, the sync is the cause.
+	cand = []Run{{ddpRank(0, 8, 80, 0.5, 1e9, 4, 3), ddpRank(1, 8, 80, 0.5, 1e9, 4, 0)}}
+	if rep = Compare(base, cand, Options{}); rep.Cause != "host-sync" {
+		t.Errorf("same work, new syncs: cause %q, want host-sync", rep.Cause)
+	}
+}

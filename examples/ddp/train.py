@@ -20,7 +20,7 @@ def train(rank, world, args):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(
-        nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10)))
+        nn.Sequential(nn.Linear(64, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(rank)
@@ -31,6 +31,14 @@ def train(rank, world, args):
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
+        if rank == 0 and args.extra_forward:
+            # A straggler: rank 0 alone evaluates the batch again each
+            # step and logs the loss with .item() (a host sync), as a
+            # debugging or metrics change might; rank 1 waits for it at
+            # the next all-reduce.
+            with torch.no_grad():
+                for _ in range(args.extra_forward):
+                    loss_fn(model.module(x), y).item()
         if rank == 0 and args.log_every and step % args.log_every == 0:
             print(f"rank {rank} step {step} time_ms={(time.perf_counter() - t0) * 1000:.3f}", flush=True)
     dist.barrier()
@@ -46,6 +54,8 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--log-every", type=int, default=0)
+    ap.add_argument("--hidden", type=int, default=256, help="width of the hidden layer")
+    ap.add_argument("--extra-forward", type=int, default=0, help="extra forward passes per step on rank 0 only (a straggler), each ending in .item()")
     ap.add_argument("--spawn", type=int, default=0, help="start this many ranks with torch.multiprocessing.spawn")
     args = ap.parse_args()
     torch.set_num_threads(1)  # two ranks on a 2-core runner
