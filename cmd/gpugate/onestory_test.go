@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/internal/ghfake"
+	"github.com/gpugate/gpugate/report"
+)
+
+// twoRankConfig writes a perf.yaml whose job "trains" two ranks by
+// copying real Kineto captures where the torch backend expects rank 0's
+// and rank 1's traces; the n-th run (a counter in dir) copies pairs[n].
+func twoRankConfig(t *testing.T, dir string, pairs [][2]string) string {
+	t.Helper()
+	var cases strings.Builder
+	for i, p := range pairs {
+		fmt.Fprintf(&cases, "%d) a=%s; b=%s;; ", i, p[0], p[1])
+	}
+	counter := filepath.Join(dir, "count")
+	cmd := fmt.Sprintf(`echo training; n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; case $n in %[2]s esac; `+
+		`cp "$a" "$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/0/")"; cp "$b" "$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/1/")"`, counter, cases.String())
+	cfg := filepath.Join(dir, "perf.yaml")
+	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: resnet\n    command: '"+cmd+"'\n    profiler: torch\nallowances:\n  cpu_wait: 40%\n"), 0o644)
+	return cfg
+}
+
+// TestOneStoryNumbers drives the real path — a baseline of 5 runs of two
+// ranks recorded by gpugate run, a candidate run by the Action posting its
+// comment to the API stand-in — and reads what a user reads: for every
+// gated metric the comment, report.md, the step summary and report.json
+// show the same per-run values (each side's mean of run means), and
+// candidate.value / baseline.value − 1 is delta_pct; the run values are
+// the ranks combined as the gate combines them, computed here from the
+// stored analyses by hand; baseline list and show print the same step
+// time for a run (issue 28: the columns were pooled medians beside a Δ of
+// run means, and list, show and the gate each had their own step time).
+func TestOneStoryNumbers(t *testing.T) {
+	nw4 := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	nw0a := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_0/worker0.1623143089861.pt.trace.json.gz")
+	nw0b := fixtures.Path(t, "kineto/kineto-tbplugin-resnet50-v100-legacy/num_workers_0/worker0.1623143566756.pt.trace.json.gz")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "b.db")
+	t.Setenv("GPUGATE_BRANCH", "main")
+	// Baseline runs: rank 0 one of the two num_workers=0 captures (they
+	// differ by 20%: run-to-run spread), rank 1 the num_workers=4 one.
+	var pairs [][2]string
+	for i := range 5 {
+		pairs = append(pairs, [2]string{[]string{nw0a, nw0b}[i%2], nw4})
+	}
+	cfg := twoRankConfig(t, dir, pairs)
+	for i := range 5 {
+		var o, e bytes.Buffer
+		if code := gpugate(context.Background(), []string{"run", "-config", cfg, "-db", db, "-out", filepath.Join(dir, fmt.Sprintf("rec%d", i)), "-record-baseline"}, &o, &e); code != 0 {
+			t.Fatalf("record %d: exit %d %s", i, code, e.String())
+		}
+	}
+	// The per-run step time by hand, from each recorded run's analysis:
+	// per step the slowest rank's step_time_ns, then the mean; sync calls
+	// and kernels summed over the ranks.
+	type hand struct{ step, syncs, kernels float64 }
+	var runs []hand
+	for i := range 5 {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rec%d", i), "analysis.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Profiles []struct {
+				Steps []struct {
+					StepTimeNs float64 `json:"step_time_ns"`
+					SyncCalls  float64 `json:"sync_calls"`
+					Kernels    float64 `json:"kernels"`
+				} `json:"steps"`
+			} `json:"profiles"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.Profiles) != 2 {
+			t.Fatalf("run %d analysis: %v, %d profiles", i, err, len(doc.Profiles))
+		}
+		n := min(len(doc.Profiles[0].Steps), len(doc.Profiles[1].Steps))
+		var h hand
+		for k := range n {
+			a, c := doc.Profiles[0].Steps[k], doc.Profiles[1].Steps[k]
+			h.step += math.Max(a.StepTimeNs, c.StepTimeNs) / 1e6
+			h.syncs += a.SyncCalls + c.SyncCalls
+			h.kernels += a.Kernels + c.Kernels
+		}
+		h.step, h.syncs, h.kernels = h.step/float64(n), h.syncs/float64(n), h.kernels/float64(n)
+		runs = append(runs, h)
+	}
+
+	// baseline list and show: the same step time per run, the one above.
+	var o, e bytes.Buffer
+	if code := gpugate(context.Background(), []string{"baseline", "list", "-db", db}, &o, &e); code != 0 {
+		t.Fatalf("baseline list: %d %s", code, e.String())
+	}
+	listed := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(o.String()), "\n")[1:] {
+		f := strings.Fields(l)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		listed[f[0]] = v
+	}
+	o.Reset()
+	if code := gpugate(context.Background(), []string{"baseline", "show", "-db", db, "-workload", "resnet"}, &o, &e); code != 0 {
+		t.Fatalf("baseline show: %d %s", code, e.String())
+	}
+	var shown []float64
+	for _, m := range regexp.MustCompile(`(?m)^. \d{4}-\d\d-\d\d \d\d:\d\d\s+\S*\s+([0-9.]+) █`).FindAllStringSubmatch(o.String(), -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		shown = append(shown, v)
+	}
+	if len(listed) != 5 || len(shown) != 5 {
+		t.Fatalf("list %v, show %v: want 5 runs each\n%s", listed, shown, o.String())
+	}
+	for i, h := range runs {
+		id := strconv.Itoa(i + 1)
+		if math.Abs(listed[id]-h.step) > 0.00501 || math.Abs(shown[i]-h.step) > 0.000501 { // their rounding to 2 and 3 decimals
+			t.Errorf("run %s: list %.2f, show %.3f, by hand %.4f ms: want the same step time", id, listed[id], shown[i], h.step)
+		}
+	}
+	if math.Abs(runs[0].step-runs[1].step) < 1 {
+		t.Fatalf("the baseline runs do not differ (%.2f, %.2f ms): the test would not see a median for a mean", runs[0].step, runs[1].step)
+	}
+
+	// The candidate through the Action: both ranks the num_workers=0
+	// captures, the comment posted to the API stand-in.
+	cdir := t.TempDir()
+	ccfg := twoRankConfig(t, cdir, [][2]string{{nw0a, nw0b}})
+	gh := ghfake.New()
+	t.Cleanup(gh.Close)
+	gh.Repo = "acme/train"
+	f := &actionFixture{db: db, gh: gh}
+	m, _, sumFile := f.env(t, 9, ccfg, nil)
+	if err, _, stderr := runEnv(m); exitCode(err) == 2 {
+		t.Fatalf("candidate: %v\n%s", err, stderr)
+	}
+	comments, _ := gh.Snapshot(9)
+	if len(comments) != 1 {
+		t.Fatalf("%d comments", len(comments))
+	}
+	body := comments[0].Body
+	_, art := action.Folders(m.get, "resnet")
+	md, _ := os.ReadFile(filepath.Join(art, "report.md"))
+	js, _ := os.ReadFile(filepath.Join(art, "report.json"))
+	sum, _ := os.ReadFile(sumFile)
+	var rep struct {
+		Metrics []struct {
+			Name, Unit, Scale string
+			Gate              bool
+			Delta             float64 `json:"delta"`
+			DeltaPct          float64 `json:"delta_pct"`
+			Baseline          struct {
+				Value    float64   `json:"value"`
+				RunMeans []float64 `json:"run_means"`
+			} `json:"baseline"`
+			Candidate struct {
+				Value    float64   `json:"value"`
+				RunMeans []float64 `json:"run_means"`
+			} `json:"candidate"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	gated := 0
+	for _, x := range rep.Metrics {
+		if !x.Gate {
+			continue
+		}
+		gated++
+		// The Δ is of these values.
+		switch x.Scale {
+		case "log":
+			if got := 100 * (x.Candidate.Value/x.Baseline.Value - 1); math.Abs(got-x.DeltaPct) > 1e-9*math.Max(1, math.Abs(got)) {
+				t.Errorf("%s: candidate.value / baseline.value − 1 = %v%%, delta_pct %v", x.Name, got, x.DeltaPct)
+			}
+		case "absolute":
+			if got := x.Candidate.Value - x.Baseline.Value; math.Abs(got-x.Delta) > 1e-9 {
+				t.Errorf("%s: candidate.value − baseline.value = %v, delta %v", x.Name, got, x.Delta)
+			}
+		}
+		// The values are the side's means of the run values computed by
+		// hand (geometric on the log scale).
+		var want []float64
+		for _, h := range runs {
+			want = append(want, map[string]float64{"step_time": h.step, "sync_calls": h.syncs, "kernels": h.kernels}[x.Name])
+		}
+		if _, ok := map[string]bool{"step_time": true, "sync_calls": true, "kernels": true}[x.Name]; ok {
+			got := slices.Clone(x.Baseline.RunMeans)
+			slices.Sort(got)
+			slices.Sort(want)
+			for i := range want {
+				if len(got) != 5 || math.Abs(got[i]-want[i]) > 1e-6*want[i] {
+					t.Errorf("%s: run means %v, by hand %v", x.Name, got, want)
+					break
+				}
+			}
+			g := 0.0
+			for _, v := range want {
+				g += math.Log(v)
+			}
+			if g = math.Exp(g / 5); x.Scale == "log" && math.Abs(x.Baseline.Value-g) > 1e-6*g {
+				t.Errorf("%s: baseline value %v, geometric mean of the run values by hand %v", x.Name, x.Baseline.Value, g)
+			}
+		}
+		// The same numbers in every place a user reads them.
+		row := fmt.Sprintf("| %s | %s | %s |", x.Name, report.Value(x.Baseline.Value, x.Unit), report.Value(x.Candidate.Value, x.Unit))
+		for what, text := range map[string]string{"comment": body, "report.md": string(md), "step summary": string(sum)} {
+			if !strings.Contains(text, row) {
+				t.Errorf("%s lacks the row %q:\n%s", what, row, text)
+			}
+		}
+	}
+	if gated < 3 {
+		t.Errorf("%d gated metrics in report.json, want step_time, kernels, cpu_wait, sync_calls", gated)
+	}
+	// The headline counts gated metrics only and names no other.
+	head := strings.SplitN(body[strings.Index(body, "### gpugate"):], "\n\n", 3)[1]
+	if strings.Contains(head, "not gated") || strings.Contains(head, "gpu_util") {
+		t.Errorf("headline names ungated metrics: %q", head)
+	}
+	// The text report of the same comparison shows the same values.
+	o.Reset()
+	e.Reset()
+	gpugate(context.Background(), []string{"run", "-config", twoRankConfig(t, t.TempDir(), [][2]string{{nw0a, nw0b}}), "-db", db, "-out", filepath.Join(dir, "text")}, &o, &e)
+	for _, x := range rep.Metrics {
+		if x.Gate && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(x.Name)+`\s+`+regexp.QuoteMeta(report.Value(x.Baseline.Value, x.Unit))+`\s+`+regexp.QuoteMeta(report.Value(x.Candidate.Value, x.Unit))+`\s`).MatchString(o.String()) {
+			t.Errorf("text report lacks %s %s → %s:\n%s", x.Name, report.Value(x.Baseline.Value, x.Unit), report.Value(x.Candidate.Value, x.Unit), o.String())
+		}
+	}
+}
