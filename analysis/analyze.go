@@ -235,6 +235,7 @@ type Result struct {
 	stepThread int64
 	dataName   string
 	syncRanges []struct{ thread, t int64 }
+	stacks     map[int64][]stackFrame // Profile.Stack by thread, built on first use (sourceAt)
 }
 
 func (r *Result) isStep(name string) bool { return r.stepRE.MatchString(name) }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -260,8 +261,89 @@ func (r *Result) enclosing(thread, t int64, n int) []string {
 	return out
 }
 
+// frameRE reads a Kineto python_function name: "path/file.py(LINE): function".
+var frameRE = regexp.MustCompile(`^(.+\.py)\((\d+)\): (.+)$`)
+
+// libraryFrame reports whether a frame's file is library code (torch,
+// installed packages, the standard library), not the user's.
+func libraryFrame(file string) bool {
+	f := strings.ReplaceAll(file, "\\", "/")
+	for _, s := range []string{"/site-packages/", "/dist-packages/", "/torch/", "/lib/python3", "/lib64/python3", "<frozen "} {
+		if strings.Contains(f, s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(f, "torch/") || strings.HasPrefix(f, "<")
+}
+
+// stackFrame is a Python frame with the index of its caller among its
+// thread's frames (-1 for none).
+type stackFrame struct {
+	trace.Range
+	parent int
+}
+
+// threadStacks indexes the profile's Python frames by thread, sorted by
+// start, each with its caller: frames nest as calls do, so the frames
+// that contain a time are the callers of the last frame that started
+// before it.
+func (r *Result) threadStacks() map[int64][]stackFrame {
+	if r.stacks != nil {
+		return r.stacks
+	}
+	r.stacks = map[int64][]stackFrame{}
+	for _, f := range r.Profile.Stack {
+		r.stacks[f.Thread] = append(r.stacks[f.Thread], stackFrame{Range: f, parent: -1})
+	}
+	for _, fs := range r.stacks {
+		slices.SortStableFunc(fs, func(a, b stackFrame) int { return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End)) })
+		var open []int
+		for i := range fs {
+			for len(open) > 0 && fs[open[len(open)-1]].End <= fs[i].Start {
+				open = open[:len(open)-1]
+			}
+			if len(open) > 0 {
+				fs[i].parent = open[len(open)-1]
+			}
+			open = append(open, i)
+		}
+	}
+	return r.stacks
+}
+
+// sourceAt is the user's source line that was running on thread at t, from
+// the trace's Python frames (with_stack): the innermost frame of a file
+// outside torch, installed packages and the standard library, as
+// "file.py:LINE (function)" with the file's base name; "" when the trace
+// has no frames there.
+func (r *Result) sourceAt(thread, t int64) string {
+	if len(r.Profile.Stack) == 0 {
+		return ""
+	}
+	fs := r.threadStacks()[thread]
+	i, _ := slices.BinarySearchFunc(fs, t+1, func(f stackFrame, t int64) int { return cmp.Compare(f.Start, t) })
+	for j, steps := i-1, 0; j >= 0 && steps < 1024; j, steps = fs[j].parent, steps+1 {
+		f := &fs[j]
+		if f.End <= t {
+			continue // ended before t: its callers may still run
+		}
+		m := frameRE.FindStringSubmatch(r.Profile.Names.String(f.Name))
+		if m == nil || libraryFrame(m[1]) {
+			continue
+		}
+		file := m[1]
+		if k := strings.LastIndexAny(file, "/\\"); k >= 0 {
+			file = file[k+1:]
+		}
+		return fmt.Sprintf("%s:%s (%s)", file, m[2], m[3])
+	}
+	return ""
+}
+
 // syncCulprits names the host ranges that issued the step's sync calls,
-// most frequent first, as "outer > inner (×count)".
+// most frequent first, as "outer > inner (×count)", with the user's
+// source line where the trace has Python frames ("outer > inner at
+// train.py:33 (train) (×count)").
 func (r *Result) syncCulprits(n int) []string {
 	p := r.Profile
 	count := map[string]int{}
@@ -271,7 +353,11 @@ func (r *Result) syncCulprits(n int) []string {
 			return
 		}
 		slices.Reverse(chain)
-		count[Quote(strings.Join(chain, " > "))]++
+		c := Quote(strings.Join(chain, " > "))
+		if src := r.sourceAt(thread, t); src != "" {
+			c += " at " + Quote(src)
+		}
+		count[c]++
 	}
 	if r.HasGPU {
 		for i := range p.API {
@@ -319,9 +405,13 @@ func (r *Result) topGaps(n int) []string {
 			break
 		}
 		what := "no host range recorded"
-		if chain := r.enclosing(r.stepThread, (g.Start+g.End)/2, 3); len(chain) > 0 {
+		mid := (g.Start + g.End) / 2
+		if chain := r.enclosing(r.stepThread, mid, 3); len(chain) > 0 {
 			slices.Reverse(chain)
 			what = "host in " + Quote(strings.Join(chain, " > "))
+		}
+		if src := r.sourceAt(r.stepThread, mid); src != "" {
+			what += " at " + Quote(src)
 		}
 		kind := "host wait"
 		if !g.HostWait {

@@ -36,7 +36,13 @@ func (rep *Report) moreWork(b, c rankSide) {
 	if f == nil {
 		return
 	}
-	f.AccountsMs = min(max(f.AccountsMs, 0), max(d.Delta, 0))
+	if est := f.AccountsMs; est > max(d.Delta, 0) {
+		// Time does not scale with FLOPs where overhead, waits or
+		// profiling dominate the step: never more than the change.
+		f.AccountsMs = max(d.Delta, 0)
+		f.Evidence += fmt.Sprintf(", more than the change itself: counted as all of it (%.1f ms)", f.AccountsMs)
+	}
+	f.AccountsMs = max(f.AccountsMs, 0)
 	if d.Candidate > 0 {
 		f.Share = f.AccountsMs / d.Candidate
 	}
@@ -124,7 +130,7 @@ func (rep *Report) moreFLOPs(b, c rankSide) *Finding {
 	} else if len(c.ops[best]) == 0 {
 		ev = append(ev, "the operators are not known (a baseline stored before gpugate kept them)")
 	}
-	ev = append(ev, fmt.Sprintf("at the baseline's %.1f ms of busy time per step on that rank, the extra FLOPs cost about %.1f ms", b.busy[best], bestMs))
+	ev = append(ev, fmt.Sprintf("the baseline's %.1f ms of busy time per step on that rank, scaled by its FLOPs, is %.1f ms more", b.busy[best], bestMs))
 	f.Evidence = strings.Join(ev, "; ")
 	return f
 }

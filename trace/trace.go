@@ -225,6 +225,12 @@ type Profile struct {
 	GPU    []GPUOp
 	API    []APICall
 	Ranges []Range
+	// Stack are the Python frames a Kineto trace recorded with with_stack
+	// (python_function events, named "path/file.py(LINE): function"),
+	// sorted by start; nil without them. They are kept apart from Ranges,
+	// which steps, data-loader waits and phases read: a frame is where
+	// code was, not a range of work.
+	Stack []Range
 	// SyncWaits are the waits for the device that the profiler recorded
 	// inside synchronizing API calls (nsys: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
 	// sorted by start; nil when the trace has none.

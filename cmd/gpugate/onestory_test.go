@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -239,5 +240,118 @@ func TestOneStoryNumbers(t *testing.T) {
 		if x.Gate && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(x.Name)+`\s+`+regexp.QuoteMeta(report.Value(x.Baseline.Value, x.Unit))+`\s+`+regexp.QuoteMeta(report.Value(x.Candidate.Value, x.Unit))+`\s`).MatchString(o.String()) {
 			t.Errorf("text report lacks %s %s → %s:\n%s", x.Name, report.Value(x.Baseline.Value, x.Unit), report.Value(x.Candidate.Value, x.Unit), o.String())
 		}
+	}
+}
+
+// TestOneStoryDDPExtraWork runs a real two-rank DDP job (examples/ddp,
+// CPU over gloo, PyTorch 2.x for its FLOP counts) three times as the
+// baseline, then a candidate in which rank 0 alone runs extra forward
+// passes each step, each ending in .item(), through the Action to the API
+// stand-in. However the loaded machine's noise leaves step time, the
+// comment's cause is the extra work on rank 0 — not the host syncs those
+// passes make — and its ranks line leads with rank 0 (issue 28: the
+// comment said host-sync at aten::item and never named a rank).
+func TestOneStoryDDPExtraWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a two-rank PyTorch job four times (minutes)")
+	}
+	py := os.Getenv("GPUGATE_TORCH2_BIN")
+	if py == "" {
+		py = "/opt/gpugate/bin/python3-torch2"
+	}
+	if _, err := os.Stat(py); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing: scripts/setup-torch2.sh did not run", py)
+		}
+		t.Skipf("%s missing (scripts/setup-torch2.sh makes it)", py)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"train.py", "launch.py"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "ddp", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	conf := func(name string, extra ...string) string {
+		args := append([]string{py, "launch.py", "--nproc", "2", "train.py", "--steps", "10", "--hidden", "512", "--batch", "512"}, extra...)
+		q, _ := json.Marshal(args)
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(`version: 1
+workloads:
+  - name: ddp
+    command: `+string(q)+`
+    env: {USE_LIBUV: "0", MASTER_PORT: "`+port+`"}
+    timeout: 5m
+    profiler: torch
+    flops: true
+    warmup_steps: 2
+    measure_steps: 5
+`), 0o644)
+		return p
+	}
+	base, slow := conf("perf.yaml"), conf("slow.yaml", "--extra-forward", "8")
+	db := filepath.Join(dir, "b.db")
+	t.Setenv("GPUGATE_BRANCH", "main")
+	var o, e bytes.Buffer
+	if code := gpugate(context.Background(), []string{"baseline", "refresh", "-config", base, "-db", db, "-runs", "3", "-out", filepath.Join(dir, "base")}, &o, &e); code != 0 {
+		t.Fatalf("baseline refresh: exit %d\n%s\n%s", code, o.String(), e.String())
+	}
+	gh := ghfake.New()
+	t.Cleanup(gh.Close)
+	gh.Repo = "acme/train"
+	f := &actionFixture{db: db, gh: gh}
+	m, _, _ := f.env(t, 4, slow, nil)
+	err, _, stderr := runEnv(m)
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("candidate: exit %d (%v), want 1: sync_calls 0 → 8 regresses whatever the noise\n%s", code, err, stderr)
+	}
+	comments, _ := gh.Snapshot(4)
+	if len(comments) != 1 {
+		t.Fatalf("%d comments", len(comments))
+	}
+	body := comments[0].Body
+	_, art := action.Folders(m.get, "ddp")
+	js, _ := os.ReadFile(filepath.Join(art, "report.json"))
+	var rep struct {
+		Cause    string `json:"cause"`
+		Findings []struct {
+			ID       string   `json:"id"`
+			Summary  string   `json:"summary"`
+			Culprits []string `json:"culprits"`
+		} `json:"findings"`
+		Ranks []struct {
+			Rank          int      `json:"rank"`
+			FLOPsDeltaPct *float64 `json:"flops_delta_pct"`
+		} `json:"ranks"`
+	}
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cause != "more-work" || len(rep.Findings) == 0 || rep.Findings[0].ID != "more-work" || !strings.Contains(rep.Findings[0].Summary, "on rank 0") {
+		t.Errorf("cause %q, findings %+v: want more-work on rank 0 first", rep.Cause, rep.Findings)
+	}
+	if len(rep.Findings) > 0 && (len(rep.Findings[0].Culprits) == 0 || !strings.Contains(rep.Findings[0].Culprits[0], "aten::linear")) {
+		t.Errorf("more-work culprits %v: want aten::linear, the extra forward passes' operator", rep.Findings[0].Culprits)
+	}
+	// By hand, for batch B and hidden width H (64 inputs, 10 classes), a
+	// multiply-add two FLOPs: a forward is 2B·64H + 2B·H·10 = 148·BH; the
+	// backward computes the first layer's weight gradient (128·BH) and the
+	// second's weight and input gradients (40·BH): a step is 316·BH. Eight
+	// extra forward passes on rank 0: +8·148/316 = +374.7%; rank 1 +0%.
+	if len(rep.Ranks) != 2 || rep.Ranks[0].FLOPsDeltaPct == nil || math.Abs(*rep.Ranks[0].FLOPsDeltaPct-100*8*148.0/316) > 0.1 || rep.Ranks[1].FLOPsDeltaPct == nil || math.Abs(*rep.Ranks[1].FLOPsDeltaPct) > 0.01 {
+		t.Errorf("ranks %s", js[strings.Index(string(js), `"ranks"`):][:min(600, len(js)-strings.Index(string(js), `"ranks"`))])
+	}
+	if !strings.Contains(body, "**Why:** `more-work` — the candidate does more work per step on rank 0") || strings.Contains(body, "**Why:** `host-sync`") {
+		t.Errorf("the comment's cause is not the extra work on rank 0:\n%s", body)
+	}
+	if !regexp.MustCompile(`\*\*Ranks\*\* \([^)]*\): rank 0 (slowed|sped up) by [0-9.]+ ms \(FLOPs per step \+375%, sync calls per step 0 → 8\), rank 1 by [0-9.]+ ms \(FLOPs per step \+0%\)`).MatchString(body) {
+		t.Errorf("the comment's ranks line does not lead with rank 0:\n%s", body)
 	}
 }

@@ -139,7 +139,8 @@ type parser struct {
 	gpu chunks[trace.GPUOp]
 	api chunks[trace.APICall]
 	rng chunks[trace.Range]
-	sh  shapeState // operators whose FLOPs are counted (shapes.go)
+	stk chunks[trace.Range] // python_function frames (with_stack)
+	sh  shapeState          // operators whose FLOPs are counted (shapes.go)
 
 	nEvents int // entries of traceEvents read
 	// Complete events of a kept category with bad times: dropped for a
@@ -484,6 +485,7 @@ const (
 	catMemset
 	catAPI
 	catRange
+	catStack
 )
 
 // category returns what events of category cat become, and whether cat is
@@ -507,6 +509,8 @@ func category(cat []byte) (int, bool) {
 		return catRange, false
 	case "Operator":
 		return catRange, true
+	case "python_function":
+		return catStack, false
 	}
 	return catNone, false
 }
@@ -566,6 +570,8 @@ func (p *parser) add() {
 	case catRange:
 		p.rng.add(trace.Range{Start: start, End: end, Thread: p.thread(), Name: pr.Names.Intern(e.name)})
 		p.addFLOPOp(start, end)
+	case catStack:
+		p.stk.add(trace.Range{Start: start, End: end, Thread: p.thread(), Name: pr.Names.Intern(e.name)})
 	}
 }
 
@@ -797,6 +803,9 @@ func (p *parser) finish() {
 	wg.Wait()
 	runtime.GC()
 	pr.Ranges = sorted(&p.rng, func(r *trace.Range) int64 { return r.Start }, cmpRange)
+	if st := sorted(&p.stk, func(r *trace.Range) int64 { return r.Start }, cmpRange); len(st) > 0 {
+		pr.Stack = st
+	}
 	runtime.GC()
 	pr.FLOPOps = p.sh.ops
 	p.finishMemory()

@@ -153,7 +153,7 @@ func TestBadTimes(t *testing.T) {
 		ev("4611686018427387", "900000"), // ...but its end overflows: dropped
 		ev("20", "-3"),                   // negative dur: 0
 		ev("30", ""),                     // no dur: 0
-		`{"ph": "X", "cat": "python_function", "name": "f", "ts": 1e300}`, // not kept: not counted
+		`{"ph": "X", "cat": "fwdbwd", "name": "f", "ts": 1e300}`, // not kept: not counted (python_function frames are kept since with_stack source lines)
 	}, ",") + `]}`
 	p, err := Parse(strings.NewReader(doc), "times.json")
 	if err != nil {

@@ -217,9 +217,11 @@ func (p *parser) merge(o *parser) error {
 	o.gpu.each(func(g *trace.GPUOp) { g.Name = remap[g.Name] })
 	o.api.each(func(a *trace.APICall) { a.Name, a.Thread = remap[a.Name], thread(a.Thread) })
 	o.rng.each(func(r *trace.Range) { r.Name, r.Thread = remap[r.Name], thread(r.Thread) })
+	o.stk.each(func(r *trace.Range) { r.Name, r.Thread = remap[r.Name], thread(r.Thread) })
 	p.gpu.appendChunks(&o.gpu)
 	p.api.appendChunks(&o.api)
 	p.rng.appendChunks(&o.rng)
+	p.stk.appendChunks(&o.stk)
 	p.mergeFLOPOps(o, thread)
 	p.mergeMemory(o)
 	p.legacy += o.legacy
