@@ -417,7 +417,13 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 		fmt.Fprintf(w, "warning: not the same hardware or profiler, compared anyway (-allow-mismatch): %s\n\n", escape.Terminal(strings.Join(r.Mismatch, "; ")))
 	}
 	row := func(m stats.Result) {
-		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", m.Name, value(m.Baseline.Value, m.Unit), value(m.Candidate.Value, m.Unit),
+		// "*" marks a gated metric, as before the gated metrics had a
+		// table of their own: scripts grep for it.
+		mark := " "
+		if m.Gate {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s (p=%.3f n=%d+%d)\n", mark+m.Name, value(m.Baseline.Value, m.Unit), value(m.Candidate.Value, m.Unit),
 			delta(m), "±"+allowance(m), m.Verdict, m.P, m.Baseline.N, m.Candidate.N)
 	}
 	fmt.Fprintf(w, "%-20s %14s %14s %24s %7s  %s\n", "gated metric", "baseline mean", "candidate mean", "Δ [interval]", "allow", "verdict")

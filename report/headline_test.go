@@ -26,7 +26,7 @@ func TestHeadlineGatedOnly(t *testing.T) {
 		{"markdown", md.String(), "0 regression(s) · 0 improvement(s) · 0 inconclusive among gated metrics"},
 		{"markdown", md.String(), "#### Not gated: what else moved"},
 		{"text", txt.String(), "gpugate: PASS — 0 regression(s), 0 improvement(s), 0 inconclusive among gated metrics"},
-		{"text", txt.String(), "not gated (explains the verdict, does not decide it):\ndata_wait"},
+		{"text", txt.String(), "not gated (explains the verdict, does not decide it):\n data_wait"},
 	} {
 		if !strings.Contains(c.got, c.want) {
 			t.Errorf("%s lacks %q:\n%s", c.what, c.want, c.got)

@@ -237,7 +237,7 @@ func TestOneStoryNumbers(t *testing.T) {
 	e.Reset()
 	gpugate(context.Background(), []string{"run", "-config", twoRankConfig(t, t.TempDir(), [][2]string{{nw0a, nw0b}}), "-db", db, "-out", filepath.Join(dir, "text")}, &o, &e)
 	for _, x := range rep.Metrics {
-		if x.Gate && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(x.Name)+`\s+`+regexp.QuoteMeta(report.Value(x.Baseline.Value, x.Unit))+`\s+`+regexp.QuoteMeta(report.Value(x.Candidate.Value, x.Unit))+`\s`).MatchString(o.String()) {
+		if x.Gate && !regexp.MustCompile(`(?m)^\*`+regexp.QuoteMeta(x.Name)+`\s+`+regexp.QuoteMeta(report.Value(x.Baseline.Value, x.Unit))+`\s+`+regexp.QuoteMeta(report.Value(x.Candidate.Value, x.Unit))+`\s`).MatchString(o.String()) {
 			t.Errorf("text report lacks %s %s → %s:\n%s", x.Name, report.Value(x.Baseline.Value, x.Unit), report.Value(x.Candidate.Value, x.Unit), o.String())
 		}
 	}
