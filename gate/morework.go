@@ -91,6 +91,9 @@ func (rep *Report) moreFLOPs(b, c rankSide) *Finding {
 		if !c.known[best] {
 			where = fmt.Sprintf(" on rank #%d", best)
 		}
+		if n := c.node[best]; n != "" {
+			where += " (node " + escape.CodeSpan(n) + ")"
+		}
 	}
 	f := &Finding{New: true, AccountsMs: bestMs}
 	f.ID = "more-work"

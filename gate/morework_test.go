@@ -72,6 +72,16 @@ func TestMoreWorkIsTheCause(t *testing.T) {
 	if line := RanksLine(rep.Ranks); !strings.HasPrefix(line, "rank 0 slowed by 20.1 ms (FLOPs per step +100%, sync calls per step 0 → 3), rank 1 by 20.1 ms (FLOPs per step +0%)") {
 		t.Errorf("ranks line %q", line)
 	}
+	// Where the job says which machine a rank ran on (Slurm), the line
+	// and the finding name it.
+	cand[0][0].Profile.Node, cand[0][1].Profile.Node = "gpu-a", "gpu-b"
+	rep = Compare(base, cand, Options{})
+	if line := RanksLine(rep.Ranks); !strings.HasPrefix(line, "rank 0 on gpu-a slowed by") || !strings.Contains(line, "rank 1 on gpu-b by") || rep.Ranks[0].Node != "gpu-a" {
+		t.Errorf("ranks line %q, ranks %+v: want the nodes", line, rep.Ranks)
+	}
+	if !strings.Contains(rep.Findings[0].Summary, "on rank 0 (node `gpu-a`)") {
+		t.Errorf("more-work summary %q: want the node", rep.Findings[0].Summary)
+	}
 
 	// The same work on both sides: no more-work finding, whatever the
 	// step time did.

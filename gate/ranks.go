@@ -23,7 +23,10 @@ type RankChange struct {
 	// Path is the rank's trace in the first candidate run: where it ran
 	// (traces record no host name; a multi-host job's trace names often
 	// carry it).
-	Path        string  `json:"path"`
+	Path string `json:"path"`
+	// Node is the machine the rank ran on in the first candidate run,
+	// where the job says (Slurm); omitted otherwise.
+	Node        string  `json:"node,omitempty"`
 	BaselineMs  float64 `json:"baseline_step_ms"`
 	CandidateMs float64 `json:"candidate_step_ms"`
 	DeltaMs     float64 `json:"delta_ms"`
@@ -43,7 +46,7 @@ type rankSide struct {
 	step, syncs, busy map[int]float64
 	flops             map[int]float64 // ranks with FLOPs on every run
 	ops               map[int]map[string]analysis.OpWork
-	path              map[int]string
+	path, node        map[int]string
 	known             map[int]bool
 	order             []int
 }
@@ -62,7 +65,7 @@ func perRank(runs []Run) rankSide {
 	st, _ := analysis.MetricByName("step_time")
 	sc, _ := analysis.MetricByName("sync_calls")
 	s := rankSide{step: map[int]float64{}, syncs: map[int]float64{}, busy: map[int]float64{}, flops: map[int]float64{},
-		ops: map[int]map[string]analysis.OpWork{}, path: map[int]string{}, known: map[int]bool{}}
+		ops: map[int]map[string]analysis.OpWork{}, path: map[int]string{}, node: map[int]string{}, known: map[int]bool{}}
 	n := map[int]int{}
 	nf := map[int]int{}
 	for _, run := range runs {
@@ -70,7 +73,7 @@ func perRank(runs []Run) rankSide {
 			k, known := rankKey(r, pos)
 			if _, seen := n[k]; !seen {
 				s.order = append(s.order, k)
-				s.path[k], s.known[k] = r.Profile.Path, known
+				s.path[k], s.node[k], s.known[k] = r.Profile.Path, r.Profile.Node, known
 			}
 			n[k]++
 			v, _ := RunValue(Run{r}, st)
@@ -166,7 +169,7 @@ func (rep *Report) compareRanks(b, c rankSide) {
 		if _, ok := b.step[k]; !ok {
 			continue
 		}
-		rc := RankChange{Rank: k, Known: c.known[k], Path: c.path[k], BaselineMs: b.step[k], CandidateMs: c.step[k], DeltaMs: c.step[k] - b.step[k],
+		rc := RankChange{Rank: k, Known: c.known[k], Path: c.path[k], Node: c.node[k], BaselineMs: b.step[k], CandidateMs: c.step[k], DeltaMs: c.step[k] - b.step[k],
 			BaselineSyncs: b.syncs[k], CandidateSyncs: c.syncs[k]}
 		if v, ok := b.flops[k]; ok {
 			rc.BaselineFLOPs = &v
@@ -206,6 +209,9 @@ func RanksLine(rcs []RankChange) string {
 		name := fmt.Sprintf("rank %d", r.Rank)
 		if !r.Known {
 			name = fmt.Sprintf("rank #%d (the trace does not say)", r.Rank)
+		}
+		if r.Node != "" {
+			name += " on " + r.Node
 		}
 		verb := "slowed by"
 		if r.DeltaMs < 0 {
