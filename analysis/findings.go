@@ -89,7 +89,7 @@ func (r *Result) Findings() []Finding {
 		if dataShare >= Thresholds.DataWaitShare || (wait/step >= Thresholds.CPUWaitShare && safeDiv(r.median("data_wait"), wait) >= Thresholds.DataOfWait) {
 			f := Finding{
 				ID: "data-loader-bound", Severity: severity(dataShare, Thresholds.DataWaitShare), Share: dataShare,
-				Summary: fmt.Sprintf("the GPU waits for the data loader: %.1f ms of each %.1f ms step", r.median("data_wait"), step),
+				Summary: fmt.Sprintf("the GPU waits for the data loader: %.1f ms of the median %.1f ms step", r.median("data_wait"), step),
 				Evidence: fmt.Sprintf("GPU idle %s of each step (%.1f ms), %.1f ms of it waiting for the host; the host is inside the data loader (%s) during %s of that idle time",
 					pct(idle/step), idle, wait, r.dataRangeName(), pct(safeDiv(r.median("data_wait"), idle))),
 				Suggestion: "raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, tune prefetch_factor; move augmentation to the GPU (e.g. DALI)",
@@ -99,7 +99,7 @@ func (r *Result) Findings() []Finding {
 	} else if dataShare >= Thresholds.DataWaitShare {
 		out = append(out, Finding{
 			ID: "data-loader-bound", Severity: severity(dataShare, Thresholds.DataWaitShare), Share: dataShare,
-			Summary:    fmt.Sprintf("the training loop waits for the data loader: %.1f ms of each %.1f ms step", r.median("data_wait"), step),
+			Summary:    fmt.Sprintf("the training loop waits for the data loader: %.1f ms of the median %.1f ms step", r.median("data_wait"), step),
 			Evidence:   fmt.Sprintf("the main thread is inside the data loader (%s) for %s of each step; with a GPU this time would leave it idle", r.dataRangeName(), pct(dataShare)),
 			Suggestion: "raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, tune prefetch_factor; make __getitem__ cheaper or move augmentation to the GPU",
 		})
