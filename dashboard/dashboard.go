@@ -28,7 +28,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -360,27 +359,15 @@ func values(run gate.Run, metrics []analysis.Metric) map[string]float64 {
 	return out
 }
 
-// runValue is a run's value of metric m as the gate judges it: per step,
-// the ranks combined (gate.Samples: the slowest rank's time, the job's
-// count, the mean ratio), then the mean over the kept steps, which is what
-// a run contributes to the verdict (each run's mean step, docs/verdicts.md).
-// It is the dashboard's one source of a per-run value: the charts, the
-// change points and the sparkline read it; the gate's own per-run value,
-// once exported, belongs here.
+// runValue is a run's value of metric m as the gate judges it
+// (gate.RunValue: per step the ranks combined — the slowest rank's time,
+// the job's count, the mean ratio — then the mean over the kept steps,
+// non-finite ones left out, as the gate's run means do): the dashboard's
+// one source of a per-run value, the same function the report's tables
+// and baseline list and show use. The charts, the change points and the
+// sparkline read it.
 func runValue(run gate.Run, m analysis.Metric) (float64, bool) {
-	s := gate.Samples([]gate.Run{run}, m)
-	if len(s) == 0 || len(s[0]) == 0 {
-		return 0, false
-	}
-	var sum float64
-	for _, v := range s[0] {
-		sum += v
-	}
-	v := sum / float64(len(s[0]))
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, false
-	}
-	return v, true
+	return gate.RunValue(run, m)
 }
 
 // sortedKeys returns m's keys in order.
