@@ -142,7 +142,6 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		return nil, fmt.Errorf("ab: %s is outside the repository %s", c.File, root)
 	}
 	plan := NewABPlan(o.Pairs, o.MaxPairs, o.Budget, c)
-	pairs := plan.MaxPairs
 	if o.Out == "" {
 		if o.Out, err = runner.NewRunDir(filepath.Join(".gpugate", "runs"), w.Name, time.Now()); err != nil {
 			return nil, err
@@ -205,6 +204,14 @@ func AB(ctx context.Context, o ABOptions) (oc *Outcome, err error) {
 		return nil, fmt.Errorf("ab: base and head see different machines (%s); both sides must run on one", strings.Join(plans["base"].FP.Diff(plans["head"].FP), "; "))
 	}
 
+	return o.sample(ctx, plan, plans, base, head)
+}
+
+// sample is ab's loop, once both sides are ready: it runs the pairs of
+// plan, looks after each from plan.MinPairs on, and stops as plan says.
+func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Plan, base, head Side) (*Outcome, error) {
+	c, w := o.Config, o.Workload
+	pairs := plan.MaxPairs
 	allow, err := Allowances(c)
 	if err != nil {
 		return nil, err

@@ -216,6 +216,11 @@ type Plan struct {
 	// the source was logged.
 	fpFallback string
 	fpLogged   bool
+	// job, when set, stands in for running the job and analyzing its
+	// traces: the tests of the stopping rules (sequential_test.go) drive
+	// sampleRuns and ab's loop with a simulated job whose noise they
+	// control, thousands of times.
+	job func(ctx context.Context, out string) (*Once, error)
 }
 
 // Prepare resolves the workload's profiler and takes the machine's
@@ -290,6 +295,9 @@ type Once struct {
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
 func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
+	if p.job != nil {
+		return p.job(ctx, out)
+	}
 	w := p.o.Workload
 	res, err := runner.Run(ctx, runner.Job{
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# mutants.sh: issue 19's mutation test. Each mutant changes one line of the
-# verdict rule, as the issue lists them (adapted to the t-interval code of
-# stats.Compare), runs the package tests that guard it, and must make them
+# mutants.sh: issue 19's and 27's mutation test. Each mutant changes one
+# line of the verdict rule, as issue 19 lists them (adapted to the t-interval
+# code of stats.Compare), or of the stopping rules of repeat: auto and ab
+# (issue 27), runs the package tests that guard it, and must make them
 # fail. A mutant that survives is a test that cannot fail: exit 1.
 #
-#   bash scripts/mutants.sh          # about a minute; not part of scripts/test.sh
+#   bash scripts/mutants.sh          # a few minutes; not part of scripts/test.sh
 #
 # The file is restored after each mutant (and on exit), from a copy.
 set -uo pipefail
@@ -60,4 +61,24 @@ mutant stats/stats.go ./stats TestInterval 'df := k + m - 2' 'df := k + m - 1' \
 	'degrees of freedom off by one (was: order-statistic bisection off by one)'
 mutant stats/stats.go ./stats TestTQuantile 'if dist.CDF(mid) < p {' 'if dist.CDF(mid) > p {' \
 	"the t quantile's bisection keeps the wrong half"
+
+# The stopping rules (issue 27), tested through sampleRuns and ab's loop
+# with a simulated job (pipeline/sequential_test.go).
+auto='TestAutoStops|TestAutoAdvice|TestSequentialRuns'
+mutant pipeline/auto.go ./pipeline "$auto" 'if n >= w.MaxRuns {' 'if n > w.MaxRuns {' \
+	'repeat: auto makes one run more than max_runs'
+mutant pipeline/auto.go ./pipeline "$auto" 'if rep.Verdict != stats.Inconclusive {' 'if rep.Verdict != stats.Inconclusive && rep.Verdict != stats.Pass {' \
+	'repeat: auto samples on after a pass'
+mutant pipeline/auto.go ./pipeline "$auto" 'if base := needsBaseRuns(rep); base != "" {' 'if base := needsBaseRuns(rep); base == "-" {' \
+	'the early stop for "needs baseline runs" removed'
+mutant pipeline/auto.go ./pipeline "$auto" 'stats.Thresholds{Alpha: lookAlpha, AutoAlpha: AutoAlpha, AutoMaxRuns: w.MaxRuns}' 'stats.Thresholds{Alpha: lookAlpha}' \
+	"advice computed at the looks' fixed α instead of the level each look would have"
+mutant pipeline/auto.go ./pipeline "$auto" 'lookAlpha := AutoAlpha / float64(w.MaxRuns)' 'lookAlpha := AutoAlpha' \
+	'every look of repeat: auto at the whole AutoAlpha (no Bonferroni)'
+mutant pipeline/ab.go ./pipeline TestSequentialAB 'if rep.Verdict != stats.Inconclusive {' 'if rep.Verdict == stats.Regression {' \
+	'ab samples on after a pass'
+mutant pipeline/ab.go ./pipeline TestSequentialAB 'if plan.Fixed || i < plan.MinPairs {' 'if plan.Fixed || i <= plan.MinPairs {' \
+	'ab looks first one pair late'
+mutant pipeline/ab.go ./pipeline TestSequentialAB 'func (p ABPlan) LookAlpha() float64 { return p.Alpha / float64(p.Looks()) }' 'func (p ABPlan) LookAlpha() float64 { return p.Alpha }' \
+	'every look of ab at the whole DefaultABAlpha (no Bonferroni)'
 exit $survived
