@@ -287,6 +287,12 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 	if err != nil {
 		return nil, err
 	}
+	if err := gate.CheckSide("baseline", sel.Runs); err != nil {
+		return nil, err
+	}
+	if err := gate.CheckSide("candidate", ex.Runs); err != nil {
+		return nil, err
+	}
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)

@@ -328,6 +328,9 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err := p.fromJob(res, results); err != nil {
 		return nil, err
 	}
+	if err := gate.CheckRun(results); err != nil {
+		return nil, fmt.Errorf("workload %s: %w", w.Name, err)
+	}
 	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
 		results[0].Warnings = append(results[0].Warnings, ws...)
 	}

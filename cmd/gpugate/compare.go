@@ -130,6 +130,12 @@ why.
 			if err != nil {
 				return err
 			}
+			if err := gate.CheckSide("baseline", base); err != nil {
+				return fmt.Errorf("compare: %w", err)
+			}
+			if err := gate.CheckSide("candidate", head); err != nil {
+				return fmt.Errorf("compare: %w", err)
+			}
 			rep := gate.Compare(base, head, opt)
 			// Trace files and analyze documents hold no run conditions:
 			// the section says so rather than leaving it out.
