@@ -15,7 +15,7 @@ import (
 // looks, as ab does (DefaultABAlpha): one look after each candidate run,
 // from the first to max_runs, each at AutoAlpha/max_runs, so that the
 // chance of a false regression is at most 1% however the looks turn out
-// (Bonferroni; stats.TestSequentialRuns gives the simulated rates).
+// (Bonferroni; pipeline.TestSequentialRuns gives the simulated rates).
 const AutoAlpha = DefaultABAlpha
 
 // sampleRuns is repeat: auto. ex holds the first candidate run; after each
