@@ -84,6 +84,9 @@ func TestScript(t *testing.T) {
 			return false, nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// honest same FILE | honest slower METRIC FILE: the honest
+			// outcomes of a timing test, with their numbers (honest_test.go).
+			"honest": honest,
 			// noproc MARKER fails if a process whose command line contains
 			// MARKER is alive: what a killed job must not leave behind.
 			"noproc": func(ts *testscript.TestScript, neg bool, args []string) {

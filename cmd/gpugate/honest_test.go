@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// honestReport is what the honest command reads of a JSON report (gpugate
+// run, ab or compare -format json).
+type honestReport struct {
+	Verdict string `json:"verdict"`
+	Noise   string `json:"noise"`
+	Metrics []struct {
+		Name         string      `json:"name"`
+		Direction    string      `json:"direction"`
+		Verdict      string      `json:"verdict"`
+		Gate         bool        `json:"gate"`
+		DeltaPct     *float64    `json:"delta_pct"`
+		CIPct        [2]*float64 `json:"ci_pct"`
+		AllowancePct float64     `json:"allowance_pct"`
+		Reason       string      `json:"reason"`
+	} `json:"metrics"`
+}
+
+func pctOr(p *float64, inf float64) float64 {
+	if p == nil {
+		return inf
+	}
+	return *p
+}
+
+// honest is the testscript command
+//
+//	honest same FILE
+//	honest slower METRIC FILE
+//
+// for tests whose outcome rests on timing noise (STYLE.md §8). They accept
+// exactly the honest outcomes, and log the numbers that show why: the same
+// code is pass or inconclusive, never a regression, and an inconclusive
+// gate metric's interval reaches past its allowance (else it would have
+// passed); a slowdown of METRIC is a regression, or inconclusive with the
+// interval's low end above 0 (worse, significantly, but not yet shown
+// beyond the allowance), never a pass.
+func honest(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: honest same FILE | honest slower METRIC FILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[len(args)-1]))
+	ts.Check(err)
+	logs, err := honestCheck(data, args[:len(args)-1])
+	for _, l := range logs {
+		ts.Logf("%s", l)
+	}
+	if err != nil {
+		ts.Fatalf("%s: %v", args[len(args)-1], err)
+	}
+}
+
+// honestCheck is honest's judgement of a JSON report: what to log, and
+// an error when the outcome is not an honest one. how is ["same"] or
+// ["slower", METRIC].
+func honestCheck(data []byte, how []string) (logs []string, err error) {
+	metric := ""
+	switch {
+	case len(how) == 1 && how[0] == "same":
+	case len(how) == 2 && how[0] == "slower":
+		metric = how[1]
+	default:
+		return nil, fmt.Errorf("usage: honest same FILE | honest slower METRIC FILE")
+	}
+	var rep honestReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("not a JSON report: %v", err)
+	}
+	// On the worse-is-positive scale: the change and its interval.
+	worse := func(i int) (d, lo, hi float64) {
+		m := rep.Metrics[i]
+		d, lo, hi = pctOr(m.DeltaPct, math.NaN()), pctOr(m.CIPct[0], math.Inf(-1)), pctOr(m.CIPct[1], math.Inf(1))
+		if m.Direction == "higher" {
+			d, lo, hi = -d, -hi, -lo
+		}
+		return d, lo, hi
+	}
+	line := func(i int) string {
+		m := rep.Metrics[i]
+		d, lo, hi := worse(i)
+		return fmt.Sprintf("%s %s: %+.1f%% [%+.1f, %+.1f] worse, allowance %g%%", m.Name, m.Verdict, d, lo, hi, m.AllowancePct)
+	}
+	logs = append(logs, fmt.Sprintf("honest %s: verdict %s; %s", how[0], rep.Verdict, rep.Noise))
+	found := false
+	for i, m := range rep.Metrics {
+		if m.Gate || m.Name == metric {
+			logs = append(logs, "  "+line(i))
+		}
+		_, lo, hi := worse(i)
+		switch {
+		case metric == "" && m.Gate && m.Verdict == "regression":
+			return logs, fmt.Errorf("the same code, yet %s", line(i))
+		case metric == "" && m.Gate && m.Verdict == "inconclusive" && hi <= m.AllowancePct && lo >= -m.AllowancePct:
+			return logs, fmt.Errorf("inconclusive, yet the interval lies within the allowance: %s (%s)", line(i), m.Reason)
+		case m.Name == metric:
+			found = true
+			switch {
+			case m.Verdict == "regression":
+			case m.Verdict == "inconclusive" && lo > 0:
+				logs = append(logs, fmt.Sprintf("  inconclusive, honestly: significantly worse (low end %+.1f%% > 0), not yet shown beyond the allowance: %s", lo, m.Reason))
+			default:
+				return logs, fmt.Errorf("a slowdown of %s, yet %s: want regression, or inconclusive with the interval's low end above 0", metric, line(i))
+			}
+		}
+	}
+	switch {
+	case metric != "" && !found:
+		return logs, fmt.Errorf("no metric %s", metric)
+	case metric == "" && rep.Verdict != "pass" && rep.Verdict != "inconclusive":
+		return logs, fmt.Errorf("the same code, yet the verdict is %q: want pass or inconclusive", rep.Verdict)
+	case metric != "" && rep.Verdict != "regression" && rep.Verdict != "inconclusive":
+		return logs, fmt.Errorf("a slowdown, yet the verdict is %q: want regression or inconclusive", rep.Verdict)
+	}
+	return logs, nil
+}
+
+func TestHonestCheck(t *testing.T) {
+	rep := func(verdict string, metrics ...string) []byte {
+		return []byte(`{"verdict": "` + verdict + `", "noise": "n", "metrics": [` + strings.Join(metrics, ",") + `]}`)
+	}
+	m := func(name, dir, verdict string, gate bool, d, lo, hi string) string {
+		return fmt.Sprintf(`{"name": %q, "direction": %q, "verdict": %q, "gate": %v, "delta_pct": %s, "ci_pct": [%s, %s], "allowance_pct": 15, "reason": "r"}`, name, dir, verdict, gate, d, lo, hi)
+	}
+	for _, c := range []struct {
+		name string
+		how  []string
+		data []byte
+		want string // "" when honest
+	}{
+		{"same: pass", []string{"same"}, rep("pass", m("step_time", "lower", "pass", true, "1", "-5", "7")), ""},
+		{"same: inconclusive, wide", []string{"same"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "6", "-40", "80")), ""},
+		{"same: inconclusive, unbounded", []string{"same"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "6", "null", "null")), ""},
+		{"same: a reported regression that does not gate", []string{"same"}, rep("pass", m("gpu_idle", "lower", "regression", false, "40", "20", "60")), ""},
+		{"same: regression", []string{"same"}, rep("regression", m("step_time", "lower", "regression", true, "40", "20", "60")), "the same code, yet step_time regression"},
+		{"same: inconclusive within the allowance", []string{"same"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "1", "-5", "7")), "interval lies within the allowance"},
+		{"same: no-baseline", []string{"same"}, rep("no-baseline"), `the verdict is "no-baseline"`},
+		{"slower: regression", []string{"slower", "step_time"}, rep("regression", m("step_time", "lower", "regression", true, "40", "20", "60")), ""},
+		{"slower: inconclusive above 0", []string{"slower", "step_time"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "30", "2", "70")), ""},
+		{"slower: inconclusive across 0", []string{"slower", "step_time"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "30", "-2", "70")), "want regression, or inconclusive with the interval's low end above 0"},
+		{"slower: pass", []string{"slower", "step_time"}, rep("pass", m("step_time", "lower", "pass", true, "3", "-2", "9")), "want regression, or inconclusive"},
+		{"slower, higher is better: worse", []string{"slower", "throughput"}, rep("inconclusive", m("throughput", "higher", "inconclusive", false, "-30", "-70", "-2")), ""},
+		{"slower, higher is better: across 0", []string{"slower", "throughput"}, rep("inconclusive", m("throughput", "higher", "inconclusive", false, "-30", "-70", "2")), "low end above 0"},
+		{"slower: no such metric", []string{"slower", "kernels"}, rep("regression", m("step_time", "lower", "regression", true, "40", "20", "60")), "no metric kernels"},
+	} {
+		_, err := honestCheck(c.data, c.how)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want honest", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
