@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,18 +16,60 @@ import (
 // honestReport is what the honest command reads of a JSON report (gpugate
 // run, ab or compare -format json).
 type honestReport struct {
-	Verdict string `json:"verdict"`
-	Noise   string `json:"noise"`
-	Metrics []struct {
-		Name         string      `json:"name"`
-		Direction    string      `json:"direction"`
-		Verdict      string      `json:"verdict"`
-		Gate         bool        `json:"gate"`
-		DeltaPct     *float64    `json:"delta_pct"`
-		CIPct        [2]*float64 `json:"ci_pct"`
-		AllowancePct float64     `json:"allowance_pct"`
-		Reason       string      `json:"reason"`
-	} `json:"metrics"`
+	Verdict string         `json:"verdict"`
+	Noise   string         `json:"noise"`
+	Metrics []honestMetric `json:"metrics"`
+}
+
+type honestMetric struct {
+	Name         string      `json:"name"`
+	Direction    string      `json:"direction"`
+	Verdict      string      `json:"verdict"`
+	Gate         bool        `json:"gate"`
+	DeltaPct     *float64    `json:"delta_pct"`
+	CIPct        [2]*float64 `json:"ci_pct"`
+	AllowancePct float64     `json:"allowance_pct"`
+	Reason       string      `json:"reason"`
+}
+
+// textRow is a metric's row of the text report:
+//
+//	*step_time   101 ms   151 ms   +47.4% [+2.2, +112.5]   ±15%  regression (p=0.045 n=3+1)
+var textRow = regexp.MustCompile(`^(\*?)([a-z0-9_]+)\s.*\s([+-]?[0-9.]+)% \[([^,\]]+), ([^\]]+)\]\s+±([0-9.]+)%.*\s(regression|improvement|pass|inconclusive) \(`)
+
+// textReport reads the verdict and the metric rows of a text report (gpugate
+// run or compare, -format text). Direction is not in the text: lower is
+// better is assumed, as for every time metric.
+func textReport(t string) (honestReport, error) {
+	var rep honestReport
+	for _, line := range strings.Split(t, "\n") {
+		if v, ok := strings.CutPrefix(line, "gpugate: "); ok && rep.Verdict == "" {
+			if w, _, ok := strings.Cut(v, " "); ok && strings.ToUpper(w) == w {
+				rep.Verdict = strings.ToLower(w)
+			}
+		}
+		if n, ok := strings.CutPrefix(line, "noise: "); ok {
+			rep.Noise = n
+		}
+		m := textRow.FindStringSubmatch(strings.NewReplacer("−", "-", "∞", "Inf").Replace(line))
+		if m == nil {
+			continue
+		}
+		num := func(s string) *float64 {
+			v, err := strconv.ParseFloat(strings.TrimPrefix(s, "+"), 64)
+			if err != nil {
+				return nil // ±Inf: unbounded, as JSON's null
+			}
+			return &v
+		}
+		r := honestMetric{Name: m[2], Direction: "lower", Verdict: m[7], Gate: m[1] == "*", DeltaPct: num(m[3]), CIPct: [2]*float64{num(m[4]), num(m[5])}}
+		r.AllowancePct, _ = strconv.ParseFloat(m[6], 64)
+		rep.Metrics = append(rep.Metrics, r)
+	}
+	if rep.Verdict == "" || len(rep.Metrics) == 0 {
+		return rep, fmt.Errorf("neither a JSON report nor a text report with a verdict and metric rows")
+	}
+	return rep, nil
 }
 
 func pctOr(p *float64, inf float64) float64 {
@@ -75,8 +119,12 @@ func honestCheck(data []byte, how []string) (logs []string, err error) {
 		return nil, fmt.Errorf("usage: honest same FILE | honest slower METRIC FILE")
 	}
 	var rep honestReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("not a JSON report: %v", err)
+	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "{") {
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return nil, fmt.Errorf("not a JSON report: %v", err)
+		}
+	} else if rep, err = textReport(t); err != nil {
+		return nil, err
 	}
 	// On the worse-is-positive scale: the change and its interval.
 	worse := func(i int) (d, lo, hi float64) {
@@ -161,5 +209,31 @@ func TestHonestCheck(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// The text report, as gpugate compare writes it, read by honest: a
+// slowdown that regressed, and one run against one (no spread: unbounded).
+func TestHonestCheckText(t *testing.T) {
+	dir := t.TempDir()
+	var base []string
+	for i, ms := range []float64{100, 110, 95} {
+		base = append(base, "-base", analyzeDoc(t, dir, fmt.Sprintf("b%d.json", i), 1e9, flat(20, ms), []int{0}))
+	}
+	head := analyzeDoc(t, dir, "h.json", 1e9, flat(20, 150), []int{0})
+	_, out, _ := run(t, append(append([]string{"compare", "-runs"}, base...), "-head", head)...)
+	if _, err := honestCheck([]byte(out), []string{"slower", "step_time"}); err != nil {
+		t.Errorf("slower: %v\n%s", err, out)
+	}
+	if _, err := honestCheck([]byte(out), []string{"same"}); err == nil || !strings.Contains(err.Error(), "the same code, yet step_time regression: +47.7% [+2.1, +113.6] worse") {
+		t.Errorf("same: %v, want the regression named with its numbers\n%s", err, out)
+	}
+	_, out, _ = run(t, "compare", base[1], head)
+	logs, err := honestCheck([]byte(out), []string{"same"})
+	if err != nil || !strings.Contains(strings.Join(logs, "\n"), "step_time inconclusive: +49.9% [-Inf, +Inf] worse, allowance 15%") {
+		t.Errorf("1 vs 1: %v %q\n%s", err, logs, out)
+	}
+	if _, err := honestCheck([]byte("gpugate: nothing here\n"), []string{"same"}); err == nil {
+		t.Errorf("a text without metric rows was read")
 	}
 }
