@@ -8,16 +8,19 @@ import (
 	"testing"
 )
 
-// Mutation testing (scripts/mutants.sh, about 1.5 minutes, not in
+// Mutation testing (scripts/mutants.sh, a few minutes, not in
 // scripts/test.sh) applies, one at a time: `lo > 0` -> `lo >= 0` in
 // decide; ratio metrics combined across ranks by sum (package gate); the
 // higher-is-better sign removed; the paired unit chosen with || instead of
 // &&; the t quantile at 1-α/4 (the old normal approximation at z(α/4)); the
 // degrees of freedom off by one (the old order-statistic bisection went
 // with the Hodges–Lehmann interval); the t quantile's bisection keeping the
-// wrong half. Each must fail a test. Last result (2026-12-03): 7 of 7
-// killed, by TestDecide, TestCombineRanks (gate), TestCompare, TestInterval
-// (three) and TestTQuantile.
+// wrong half. Each must fail a test. Issue 27 added eight of the stopping
+// rules (pipeline/auto.go and ab.go; see the script). Last result
+// (2026-12-03): 15 of 15 killed, by TestDecide, TestCombineRanks (gate),
+// TestCompare, TestInterval (three), TestTQuantile, and in package
+// pipeline TestSequentialRuns (three), TestAutoStops, TestAutoAdvice and
+// TestSequentialAB (three).
 
 func steps(rng *rand.Rand, n int, level, cv float64) []float64 {
 	out := make([]float64, n)
