@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -54,14 +55,14 @@ func TestSlugAndCacheKey(t *testing.T) {
 // throttled is posted as a pass.
 func TestRederiveKeepsConditions(t *testing.T) {
 	sm := 1410.0
-	gpu := func(share float64) *gate.Conditions {
-		return &gate.Conditions{Sampled: true, GPUs: []gate.GPUConditions{{Index: 0, Name: "NVIDIA H100", Samples: 10, Busy: 10,
+	gpu := func(share float64) *runcond.Conditions {
+		return &runcond.Conditions{Sampled: true, GPUs: []runcond.GPUConditions{{Index: 0, Name: "NVIDIA H100", Samples: 10, Busy: 10,
 			SMClockMedianMHz: &sm, ReasonShare: map[string]float64{"hw_slowdown": share}}}}
 	}
 	for _, tc := range []struct {
 		name       string
 		metric     stats.Verdict
-		base, cand *gate.Conditions
+		base, cand *runcond.Conditions
 		want       stats.Verdict
 	}{
 		{"regression on a throttled candidate", stats.Regression, gpu(0), gpu(0.4), stats.Inconclusive},
@@ -71,7 +72,7 @@ func TestRederiveKeepsConditions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := &gate.Report{Verdict: tc.metric, Metrics: []stats.Result{{Name: "step_time", Gate: true, Verdict: tc.metric}}}
-			gate.ApplyConditions(rep, []*gate.Conditions{tc.base}, []*gate.Conditions{tc.cand}, gate.DefaultConditionMargins, "")
+			gate.ApplyConditions(rep, []*runcond.Conditions{tc.base}, []*runcond.Conditions{tc.cand}, gate.DefaultConditionMargins, "")
 			if rep.Verdict != tc.want {
 				t.Fatalf("the run's verdict %s, want %s", rep.Verdict, tc.want)
 			}

@@ -71,7 +71,7 @@ type Run struct {
 	Fingerprint     []byte // JSON
 	Version         string
 	Analysis        []byte // JSON
-	// Conditions are the run conditions as JSON (gate.Conditions, which
+	// Conditions are the run conditions as JSON (runcond.Conditions, which
 	// the store does not interpret); empty for runs recorded without.
 	Conditions []byte
 }

@@ -68,7 +68,7 @@ var sqliteMigrations = []string{
 	sqliteNCUMigration,
 
 	// 5: the run conditions nvidia-smi saw while the run ran (JSON of
-	// gate.Conditions; '' for runs recorded before). It depends on no
+	// runcond.Conditions; '' for runs recorded before). It depends on no
 	// other migration's content.
 	`ALTER TABLE runs ADD COLUMN conditions TEXT NOT NULL DEFAULT ''`,
 }

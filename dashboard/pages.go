@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // runPage is the data of a run's page.
@@ -112,11 +112,11 @@ func (p runPage) Conditions() []string {
 	if len(p.R.Conditions) == 0 {
 		return []string{"not recorded (stored before gpugate sampled run conditions, or by baseline record)"}
 	}
-	c := new(gate.Conditions)
+	c := new(runcond.Conditions)
 	if err := json.Unmarshal(p.R.Conditions, c); err != nil {
 		return []string{"unreadable: " + err.Error()}
 	}
-	return report.ConditionsText([]*gate.Conditions{c})
+	return report.ConditionsText([]*runcond.Conditions{c})
 }
 
 // Devices are the run's GPUs, by name.

@@ -7,86 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
-
-// Conditions are the run conditions of one job as nvidia-smi saw them while
-// it ran (runner.SampleSMI measures them): clocks, temperature, power,
-// throttle reasons and the other compute processes on the job's GPUs. They
-// are the preconditions of a verdict: a run on a throttled or shared GPU
-// says nothing about the code. Stored with the run as JSON.
-type Conditions struct {
-	// Sampled is false when nothing was measured; NotSampled then says
-	// why ("no nvidia-smi"). Nothing is ever filled in for a run
-	// that was not sampled.
-	Sampled    bool   `json:"sampled"`
-	NotSampled string `json:"not_sampled,omitempty"`
-	// ReasonFields is the name family of the throttle reasons the
-	// installed nvidia-smi knows: "clocks_event_reasons" (drivers from
-	// 535 on) or "clocks_throttle_reasons" (older); empty when it knows
-	// neither and no reason was sampled.
-	ReasonFields string `json:"reason_fields,omitempty"`
-	// IntervalMS is the sampling period.
-	IntervalMS int64 `json:"interval_ms,omitempty"`
-	// JobGPUsKnown says whether the job's processes were seen on a GPU
-	// (nvidia-smi --query-compute-apps). When not, every GPU counts as the
-	// job's.
-	JobGPUsKnown bool            `json:"job_gpus_known"`
-	GPUs         []GPUConditions `json:"gpus,omitempty"`
-	// Warnings: fields this nvidia-smi does not know, lines it printed that
-	// could not be read, samples dropped at the limit.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// GPUConditions summarizes one GPU's samples. Values nvidia-smi reported as
-// unavailable ([N/A], [Not Supported]) are absent (nil), never zero.
-type GPUConditions struct {
-	Index int    `json:"index"`
-	UUID  string `json:"uuid,omitempty"`
-	Name  string `json:"name,omitempty"`
-	// Node is the Slurm node the GPU is on; empty outside Slurm.
-	Node string `json:"node,omitempty"`
-	// Samples is the number of samples of this GPU; Busy those taken while
-	// it ran work (utilization.gpu > 0, or, without utilization, the
-	// gpu_idle reason not active). Clocks and reason shares are over the
-	// busy samples when there are any, so that the job's start-up (imports,
-	// data loading) does not pass for low clocks.
-	Samples int `json:"samples"`
-	Busy    int `json:"busy_samples"`
-	// SM clock over the busy samples, MHz; SMClockMaxMHz is the GPU's
-	// maximum (clocks.max.sm), not the largest sample.
-	SMClockMedianMHz  *float64 `json:"sm_clock_median_mhz,omitempty"`
-	SMClockMinMHz     *float64 `json:"sm_clock_min_mhz,omitempty"`
-	SMClockMaxMHz     *float64 `json:"sm_clock_max_mhz,omitempty"`
-	MemClockMedianMHz *float64 `json:"mem_clock_median_mhz,omitempty"`
-	TempMaxC          *float64 `json:"temp_max_c,omitempty"`
-	PowerMedianW      *float64 `json:"power_median_w,omitempty"`
-	UtilMedianPct     *float64 `json:"util_median_pct,omitempty"`
-	// ReasonShare is, per throttle reason (hw_slowdown,
-	// hw_thermal_slowdown, hw_power_brake_slowdown, sw_thermal_slowdown,
-	// sw_power_cap), the share of samples (0..1) in which it was active;
-	// a reason nvidia-smi never reported is absent.
-	ReasonShare map[string]float64 `json:"reason_share,omitempty"`
-	// JobSeen: one of the job's processes had a compute context on it.
-	JobSeen bool `json:"job_seen"`
-	// Others are compute processes on this GPU outside the job's process
-	// tree; Unattributed are processes whose pid is not visible here (a
-	// container with its own PID namespace): they cannot be told apart
-	// from the job's and void nothing.
-	Others       []ComputeProcess `json:"other_processes,omitempty"`
-	Unattributed []ComputeProcess `json:"unattributed_processes,omitempty"`
-}
-
-// ComputeProcess is a process with a compute context on a GPU.
-type ComputeProcess struct {
-	PID  int    `json:"pid"`
-	Name string `json:"name"`
-	// UsedMiB is the largest GPU memory nvidia-smi reported for it; nil
-	// when not available (Windows WDDM).
-	UsedMiB *float64 `json:"used_mib,omitempty"`
-	// Samples is how many samples saw it.
-	Samples int `json:"samples"`
-}
 
 // ConditionMargins are the limits beyond which a run's conditions void a
 // would-be regression.
@@ -112,25 +35,6 @@ type ConditionMargins struct {
 // a third of the default 15% allowance for times.
 var DefaultConditionMargins = ConditionMargins{Throttle: 0.10, PowerCap: 0.10, SMClock: 0.05}
 
-// reasonNames are the throttle reasons gpugate samples, in report order,
-// with the words a reason is reported in.
-var reasonNames = []struct{ key, label string }{
-	{"hw_slowdown", "HW slowdown"},
-	{"hw_thermal_slowdown", "HW thermal slowdown"},
-	{"hw_power_brake_slowdown", "HW power brake slowdown"},
-	{"sw_thermal_slowdown", "SW thermal slowdown"},
-	{"sw_power_cap", "SW power cap"},
-}
-
-// ThrottleReasons are the keys of GPUConditions.ReasonShare.
-func ThrottleReasons() []string {
-	keys := make([]string, len(reasonNames))
-	for i, r := range reasonNames {
-		keys[i] = r.key
-	}
-	return keys
-}
-
 // VoidReasons returns why the candidate's run conditions void a would-be
 // regression, one sentence per GPU, empty when nothing does. base may be
 // nil or unsampled (a baseline recorded on a CPU machine or before
@@ -139,21 +43,21 @@ func ThrottleReasons() []string {
 // unsampled candidate voids nothing: nothing is known, and the report says
 // so. A difference in SM clock counts either way (a faster clock than the
 // baseline's is no fair comparison either).
-func VoidReasons(cand, base *Conditions, m ConditionMargins) []string {
+func VoidReasons(cand, base *runcond.Conditions, m ConditionMargins) []string {
 	return handicaps(cand, base, m, false)
 }
 
 // handicaps returns why run ran under worse conditions than other, one
 // sentence per GPU of run; with lowerClockOnly, only an SM clock lower
 // than other's counts (VoidReasons counts any difference).
-func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) []string {
+func handicaps(run, other *runcond.Conditions, m ConditionMargins, lowerClockOnly bool) []string {
 	if run == nil || !run.Sampled {
 		return nil
 	}
 	var out []string
 	for _, g := range jobGPUs(run) {
 		var why []string
-		var b *GPUConditions
+		var b *runcond.GPUConditions
 		if other != nil && other.Sampled {
 			b = matchGPU(other, g)
 		}
@@ -169,16 +73,16 @@ func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) 
 				}
 			}
 		}
-		for _, r := range reasonNames {
-			share, ok := g.ReasonShare[r.key]
+		for _, r := range runcond.Reasons {
+			share, ok := g.ReasonShare[r.Key]
 			if !ok {
 				continue
 			}
-			if r.key == "sw_power_cap" {
+			if r.Key == "sw_power_cap" {
 				if b == nil {
 					continue
 				}
-				bs, ok := b.ReasonShare[r.key]
+				bs, ok := b.ReasonShare[r.Key]
 				if !ok || share-bs < m.PowerCap || share < m.PowerCap {
 					continue
 				}
@@ -186,7 +90,7 @@ func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) 
 				if lowerClockOnly {
 					other = "candidate"
 				}
-				why = append(why, fmt.Sprintf("%s %s of samples (%s %s)", r.label, pct(share), other, pct(bs)))
+				why = append(why, fmt.Sprintf("%s %s of samples (%s %s)", r.Label, pct(share), other, pct(bs)))
 				continue
 			}
 			if share < m.Throttle {
@@ -196,14 +100,14 @@ func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) 
 				// The baseline's throttling voids a pass only where it
 				// exceeds the candidate's by the margin: a machine that
 				// throttles alike on every run compares like with like.
-				bs := b.ReasonShare[r.key]
+				bs := b.ReasonShare[r.Key]
 				if share-bs < m.Throttle {
 					continue
 				}
-				why = append(why, fmt.Sprintf("%s %s of samples (candidate %s)", r.label, pct(share), pct(bs)))
+				why = append(why, fmt.Sprintf("%s %s of samples (candidate %s)", r.Label, pct(share), pct(bs)))
 				continue
 			}
-			why = append(why, fmt.Sprintf("%s %s of samples", r.label, pct(share)))
+			why = append(why, fmt.Sprintf("%s %s of samples", r.Label, pct(share)))
 		}
 		if len(g.Others) > 0 {
 			procs := make([]string, 0, len(g.Others))
@@ -229,11 +133,11 @@ func handicaps(run, other *Conditions, m ConditionMargins, lowerClockOnly bool) 
 
 // jobGPUs returns the GPUs the job ran on, or all of them when that is not
 // known.
-func jobGPUs(c *Conditions) []GPUConditions {
+func jobGPUs(c *runcond.Conditions) []runcond.GPUConditions {
 	if !c.JobGPUsKnown {
 		return c.GPUs
 	}
-	var gs []GPUConditions
+	var gs []runcond.GPUConditions
 	for _, g := range c.GPUs {
 		if g.JobSeen {
 			gs = append(gs, g)
@@ -244,7 +148,7 @@ func jobGPUs(c *Conditions) []GPUConditions {
 
 // matchGPU finds the baseline's GPU for a candidate GPU: the same device
 // (UUID) on the same machine, else the same index of the same model.
-func matchGPU(base *Conditions, g GPUConditions) *GPUConditions {
+func matchGPU(base *runcond.Conditions, g runcond.GPUConditions) *runcond.GPUConditions {
 	for i := range base.GPUs {
 		if g.UUID != "" && base.GPUs[i].UUID == g.UUID {
 			return &base.GPUs[i]
@@ -285,8 +189,8 @@ type RunConditions struct {
 	// report's runs. A run stored before gpugate sampled conditions, or
 	// compared from trace files that hold none, has Sampled false and
 	// NotSampled saying so.
-	Baseline  []*Conditions `json:"baseline"`
-	Candidate []*Conditions `json:"candidate"`
+	Baseline  []*runcond.Conditions `json:"baseline"`
+	Candidate []*runcond.Conditions `json:"candidate"`
 	// Void are the reasons the candidate's conditions void a would-be
 	// regression (VoidReasons, per candidate run), empty when none do.
 	// They are listed whatever the verdict; only a regression is changed.
@@ -327,8 +231,8 @@ func (m *ConditionMargins) UnmarshalJSON(b []byte) error {
 // the median of the runs' median SM clocks and the mean of their reason
 // shares, and every other compute process any run saw. Runs that were not
 // sampled take no part; nil when none was.
-func PoolConditions(cs []*Conditions) *Conditions {
-	var out *Conditions
+func PoolConditions(cs []*runcond.Conditions) *runcond.Conditions {
+	var out *runcond.Conditions
 	type acc struct {
 		sm     []float64
 		shares map[string][]float64
@@ -339,7 +243,7 @@ func PoolConditions(cs []*Conditions) *Conditions {
 			continue
 		}
 		if out == nil {
-			out = &Conditions{Sampled: true, JobGPUsKnown: true}
+			out = &runcond.Conditions{Sampled: true, JobGPUsKnown: true}
 		}
 		for _, g := range jobGPUs(c) {
 			i := -1
@@ -351,14 +255,14 @@ func PoolConditions(cs []*Conditions) *Conditions {
 				}
 			}
 			if i < 0 {
-				out.GPUs = append(out.GPUs, GPUConditions{Index: g.Index, UUID: g.UUID, Name: g.Name, JobSeen: true})
+				out.GPUs = append(out.GPUs, runcond.GPUConditions{Index: g.Index, UUID: g.UUID, Name: g.Name, JobSeen: true})
 				accs = append(accs, &acc{shares: map[string][]float64{}})
 				i = len(out.GPUs) - 1
 			}
 			out.GPUs[i].Samples += g.Samples
 			out.GPUs[i].Busy += g.Busy
 			for _, p := range g.Others {
-				if !slices.ContainsFunc(out.GPUs[i].Others, func(q ComputeProcess) bool { return q.PID == p.PID }) {
+				if !slices.ContainsFunc(out.GPUs[i].Others, func(q runcond.ComputeProcess) bool { return q.PID == p.PID }) {
 					out.GPUs[i].Others = append(out.GPUs[i].Others, p)
 				}
 			}
@@ -395,7 +299,7 @@ func PoolConditions(cs []*Conditions) *Conditions {
 }
 
 // notRecorded stands for the conditions of a run that has none.
-func notRecorded(why string) *Conditions { return &Conditions{NotSampled: why} }
+func notRecorded(why string) *runcond.Conditions { return &runcond.Conditions{NotSampled: why} }
 
 // ApplyConditions adds the run-conditions section to r and voids what the
 // conditions leave unproven, in both directions and only there:
@@ -416,8 +320,8 @@ func notRecorded(why string) *Conditions { return &Conditions{NotSampled: why} }
 // inconclusive verdict alone. nil entries are runs without conditions
 // (stored before they were sampled; trace files); missing says why, for
 // the report.
-func ApplyConditions(r *Report, base, cand []*Conditions, m ConditionMargins, missing string) {
-	rc := &RunConditions{Baseline: []*Conditions{}, Candidate: []*Conditions{}, Void: []string{}, BaselineWorse: []string{}, Margins: m}
+func ApplyConditions(r *Report, base, cand []*runcond.Conditions, m ConditionMargins, missing string) {
+	rc := &RunConditions{Baseline: []*runcond.Conditions{}, Candidate: []*runcond.Conditions{}, Void: []string{}, BaselineWorse: []string{}, Margins: m}
 	for _, c := range base {
 		if c == nil {
 			c = notRecorded(missing)

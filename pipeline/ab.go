@@ -15,6 +15,7 @@ import (
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/denyenv"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -217,7 +218,7 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 		return nil, err
 	}
 	var baseRuns, headRuns []gate.Run
-	var baseConds, headConds []*gate.Conditions
+	var baseConds, headConds []*runcond.Conditions
 	var order []string
 	var iso Execution // the jobs' isolation, for the report
 	var rep *gate.Report

@@ -17,6 +17,7 @@ import (
 	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -46,7 +47,7 @@ type Selection struct {
 	Runs   []gate.Run
 	// Conditions are the runs' stored run conditions, nil for a run
 	// recorded without.
-	Conditions []*gate.Conditions
+	Conditions []*runcond.Conditions
 	// MedianSteps are the runs' stored median steps (step.svg), nil for
 	// a run stored without one.
 	MedianSteps []*report.StepTimeline
@@ -155,7 +156,7 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 
 // readStored decodes a stored run's analysis and run conditions as the
 // gate reads them.
-func readStored(s baseline.Run) (*report.Analysis, *gate.Conditions, error) {
+func readStored(s baseline.Run) (*report.Analysis, *runcond.Conditions, error) {
 	var doc report.Analysis
 	if err := json.Unmarshal(s.Analysis, &doc); err != nil {
 		return nil, nil, fmt.Errorf("analysis: %v", err)

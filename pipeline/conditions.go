@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // notRecordedWhy is what the report says of a run whose conditions were
@@ -18,7 +19,7 @@ const notRecordedWhy = "not recorded: the run was stored before gpugate sampled 
 // the conditions leave unproven (gate.ApplyConditions, with the default
 // margins: throttling in 10% of busy samples, SW power cap 10 points more
 // often than the baseline, median SM clocks 5% apart).
-func applyConditions(rep *gate.Report, base, cand []*gate.Conditions) {
+func applyConditions(rep *gate.Report, base, cand []*runcond.Conditions) {
 	gate.ApplyConditions(rep, base, cand, gate.DefaultConditionMargins, notRecordedWhy)
 }
 
@@ -31,7 +32,7 @@ func applyIsolation(rep *gate.Report, ex *Execution) {
 
 // conditionsJSON is a run's conditions as the store keeps them; nil for a
 // run without (profiler none, a run from before).
-func conditionsJSON(c *gate.Conditions) []byte {
+func conditionsJSON(c *runcond.Conditions) []byte {
 	if c == nil {
 		return nil
 	}
@@ -43,11 +44,11 @@ func conditionsJSON(c *gate.Conditions) []byte {
 }
 
 // storedConditions reads a stored run's conditions; nil when it has none.
-func storedConditions(r baseline.Run) (*gate.Conditions, error) {
+func storedConditions(r baseline.Run) (*runcond.Conditions, error) {
 	if len(r.Conditions) == 0 {
 		return nil, nil
 	}
-	var c gate.Conditions
+	var c runcond.Conditions
 	if err := json.Unmarshal(r.Conditions, &c); err != nil {
 		return nil, fmt.Errorf("run conditions: %v", err)
 	}
@@ -56,7 +57,7 @@ func storedConditions(r baseline.Run) (*gate.Conditions, error) {
 
 // writeConditions keeps a run's conditions in its artifacts folder
 // (conditions.json), beside analysis.json; best effort, as that file is.
-func writeConditions(out string, c *gate.Conditions) {
+func writeConditions(out string, c *runcond.Conditions) {
 	if b := conditionsJSON(c); b != nil {
 		os.WriteFile(filepath.Join(out, "conditions.json"), b, 0o644)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/trace"
 	"github.com/gpugate/gpugate/trace/load"
@@ -126,7 +127,7 @@ type Execution struct {
 	Out    string
 	RunIDs []int64
 	// Conditions are each run's run conditions, in the order of Runs.
-	Conditions []*gate.Conditions
+	Conditions []*runcond.Conditions
 	// Made is when each run was done (its job ended and its traces were
 	// analyzed), in the order of Runs: the store's created time of each,
 	// so that the runs of one refresh do not share one.
@@ -285,7 +286,7 @@ type Once struct {
 	StepTimes []float64
 	Duration  time.Duration
 	// Conditions are what nvidia-smi saw while the job ran.
-	Conditions *gate.Conditions
+	Conditions *runcond.Conditions
 	// MaxRSSBytes is the job's peak resident memory (runner.Result).
 	MaxRSSBytes int64
 	// Isolation and IsolationWarnings are runner.Result's.

@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -28,7 +28,7 @@ type Analysis struct {
 	// analyze finds them (gpugate run's conditions.json beside the
 	// traces); absent from documents that gpugate run stores, which keep
 	// them in their own column.
-	RunConditions *gate.Conditions `json:"run_conditions,omitempty"`
+	RunConditions *runcond.Conditions `json:"run_conditions,omitempty"`
 	// Job is what gpugate run measured of the job itself; absent from
 	// gpugate analyze's output.
 	Job *Job `json:"job,omitempty"`
@@ -395,7 +395,7 @@ func (a *Analysis) WriteText(w io.Writer) error {
 	}
 	if a.RunConditions != nil {
 		fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")
-		for _, l := range ConditionsText([]*gate.Conditions{a.RunConditions}) {
+		for _, l := range ConditionsText([]*runcond.Conditions{a.RunConditions}) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}

@@ -2,10 +2,12 @@ package report
 
 import (
 	"bytes"
-	"github.com/gpugate/gpugate/internal/mdcheck"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gpugate/gpugate/internal/mdcheck"
+	"github.com/gpugate/gpugate/runcond"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/gate"
@@ -31,12 +33,12 @@ func TestCommentEscapesEveryName(t *testing.T) {
 	// Run conditions: GPU and process names come from nvidia-smi, and so
 	// from whoever started the process.
 	used := 12.0
-	hot := &gate.Conditions{Sampled: true, JobGPUsKnown: true, Warnings: []string{hostileName}, GPUs: []gate.GPUConditions{{
+	hot := &runcond.Conditions{Sampled: true, JobGPUsKnown: true, Warnings: []string{hostileName}, GPUs: []runcond.GPUConditions{{
 		Index: 0, Name: hostileName, Samples: 3, Busy: 3, JobSeen: true, ReasonShare: map[string]float64{"hw_slowdown": 0.5},
-		Others:       []gate.ComputeProcess{{PID: 7, Name: hostileName, UsedMiB: &used}},
-		Unattributed: []gate.ComputeProcess{{PID: 8, Name: hostileName}}}}}
+		Others:       []runcond.ComputeProcess{{PID: 7, Name: hostileName, UsedMiB: &used}},
+		Unattributed: []runcond.ComputeProcess{{PID: 8, Name: hostileName}}}}}
 	r.Verdict = stats.Regression
-	gate.ApplyConditions(r, []*gate.Conditions{{NotSampled: hostileName}}, []*gate.Conditions{hot}, gate.DefaultConditionMargins, hostileName)
+	gate.ApplyConditions(r, []*runcond.Conditions{{NotSampled: hostileName}}, []*runcond.Conditions{hot}, gate.DefaultConditionMargins, hostileName)
 	if !r.Conditions.Voided {
 		t.Fatalf("hostile conditions did not void: %+v", r.Conditions)
 	}

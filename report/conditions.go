@@ -7,18 +7,19 @@ import (
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // Run conditions come from nvidia-smi: GPU and process names are chosen by
 // whoever named the device or started the process, so every string of a
-// gate.Conditions goes through the output format's escaping (names through
+// runcond.Conditions goes through the output format's escaping (names through
 // name, other text through txt) and nothing is printed raw.
 
 // ConditionsText describes the conditions of a series of runs for a
 // terminal, escaped with escape.Terminal: one block per run ("run 2: GPU
 // 0 ..."), or one for all when they read the same ("all 5 runs: not
 // sampled: no nvidia-smi"). A nil entry is a run stored without.
-func ConditionsText(cs []*gate.Conditions) []string {
+func ConditionsText(cs []*runcond.Conditions) []string {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -26,7 +27,7 @@ func ConditionsText(cs []*gate.Conditions) []string {
 }
 
 // conditionLines describes one run's conditions, one line per GPU.
-func conditionLines(c *gate.Conditions, name, txt func(string) string) []string {
+func conditionLines(c *runcond.Conditions, name, txt func(string) string) []string {
 	if c == nil {
 		return []string{txt("not recorded")}
 	}
@@ -77,7 +78,7 @@ func conditionLines(c *gate.Conditions, name, txt func(string) string) []string 
 			parts = append(parts, fmt.Sprintf("utilization %.0f%%", *g.UtilMedianPct))
 		}
 		var active []string
-		for _, k := range gate.ThrottleReasons() {
+		for _, k := range runcond.ThrottleReasons() {
 			if v, ok := g.ReasonShare[k]; ok && v > 0 {
 				active = append(active, fmt.Sprintf("%s %.0f%%", strings.ReplaceAll(k, "_", " "), 100*v))
 			}
@@ -88,7 +89,7 @@ func conditionLines(c *gate.Conditions, name, txt func(string) string) []string 
 		case len(g.ReasonShare) > 0:
 			parts = append(parts, "no throttling")
 		}
-		procs := func(label string, ps []gate.ComputeProcess) {
+		procs := func(label string, ps []runcond.ComputeProcess) {
 			if len(ps) == 0 {
 				return
 			}
@@ -118,7 +119,7 @@ func conditionLines(c *gate.Conditions, name, txt func(string) string) []string 
 
 // sideLines describes the runs of one side: one block per run, or one
 // line for runs that all say the same.
-func sideLines(cs []*gate.Conditions, name, txt func(string) string) []string {
+func sideLines(cs []*runcond.Conditions, name, txt func(string) string) []string {
 	var out []string
 	same := len(cs) > 0
 	var prev string
@@ -158,7 +159,7 @@ func WriteConditionsText(w io.Writer, rc *gate.RunConditions) {
 	fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")
 	for _, side := range []struct {
 		label string
-		cs    []*gate.Conditions
+		cs    []*runcond.Conditions
 	}{{"baseline", rc.Baseline}, {"candidate", rc.Candidate}} {
 		if len(side.cs) == 0 {
 			continue
@@ -202,7 +203,7 @@ func writeConditionsMarkdown(w io.Writer, rc *gate.RunConditions) {
 	}
 	for _, side := range []struct {
 		label string
-		cs    []*gate.Conditions
+		cs    []*runcond.Conditions
 	}{{"baseline", rc.Baseline}, {"candidate", rc.Candidate}} {
 		if len(side.cs) == 0 {
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/internal/mdcheck"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 	"github.com/gpugate/gpugate/trace/ncu"
 )
@@ -74,9 +75,9 @@ func hostileReport(name string) (*gate.Report, CommentInfo) {
 		Work: &gate.WorkComparison{Rows: []gate.WorkRow{{Name: name, Unit: name, Baseline: &twelve, Candidate: &sixty}},
 			MFUAbsent: []string{"baseline: no MFU: GPU model " + name}},
 		Conditions: &gate.RunConditions{
-			Baseline: []*gate.Conditions{{Sampled: true, GPUs: []gate.GPUConditions{{Index: 0, Name: name, Samples: 3, Busy: 3,
-				Others: []gate.ComputeProcess{{PID: 5, Name: name}}}}, Warnings: []string{name}}},
-			Candidate: []*gate.Conditions{{NotSampled: name}},
+			Baseline: []*runcond.Conditions{{Sampled: true, GPUs: []runcond.GPUConditions{{Index: 0, Name: name, Samples: 3, Busy: 3,
+				Others: []runcond.ComputeProcess{{PID: 5, Name: name}}}}, Warnings: []string{name}}},
+			Candidate: []*runcond.Conditions{{NotSampled: name}},
 			Void:      []string{name}, BaselineWorse: []string{name}, Voided: true,
 		},
 	}

@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 //go:embed inject
@@ -101,7 +101,7 @@ type Result struct {
 	// Conditions are the run conditions nvidia-smi reported while the job
 	// ran (StartSMI); never nil after the job started, NotSampled says why
 	// when nothing was measured.
-	Conditions *gate.Conditions
+	Conditions *runcond.Conditions
 	// StepSamples are the step hook's memory samples files, one per rank
 	// (GPUGATE_STEP_SAMPLES; ReadStepSamples reads them).
 	StepSamples []string

@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // Slurm runs a job as the tasks of one Slurm job step (docs/slurm.md):
@@ -237,7 +237,7 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 		samplers[n.Name] = StartSMI(ctx, SMIOptions{Path: wrapper, Owned: func(int) (bool, bool) { return false, false }})
 	}
 	defer func() {
-		per := map[string]*gate.Conditions{}
+		per := map[string]*runcond.Conditions{}
 		for node, s := range samplers {
 			per[node] = s.Stop()
 		}
@@ -425,8 +425,8 @@ func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) 
 
 // nodeConditions merges each node's run conditions into one, every GPU
 // marked with its node; a node that was not sampled says so.
-func nodeConditions(nodes []SlurmNode, per map[string]*gate.Conditions) *gate.Conditions {
-	c := &gate.Conditions{}
+func nodeConditions(nodes []SlurmNode, per map[string]*runcond.Conditions) *runcond.Conditions {
+	c := &runcond.Conditions{}
 	var not []string
 	for _, n := range nodes {
 		nc := per[n.Name]

@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/bounded"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // SMIOptions configure StartSMI.
@@ -59,7 +59,7 @@ type SMISampler struct {
 	done   chan struct{}
 
 	mu        sync.Mutex
-	res       gate.Conditions
+	res       runcond.Conditions
 	gpus      map[string]*gpuSamples // by uuid
 	order     []string
 	procs     map[procKey]*procAgg
@@ -96,9 +96,9 @@ const (
 	reasonOn
 )
 
-// smiReasons are the throttle reasons sampled (gate.ThrottleReasons) and
+// smiReasons are the throttle reasons sampled (runcond.ThrottleReasons) and
 // gpu_idle, which only tells busy samples from idle ones.
-var smiReasons = append(gate.ThrottleReasons(), "gpu_idle")
+var smiReasons = append(runcond.ThrottleReasons(), "gpu_idle")
 
 type gpuSample struct {
 	sm, mem, temp, power, util float64 // NaN: not reported
@@ -146,7 +146,7 @@ func StartSMI(ctx context.Context, opt SMIOptions) *SMISampler {
 }
 
 // Stop ends the sampling, waits for nvidia-smi to exit and summarizes.
-func (s *SMISampler) Stop() *gate.Conditions {
+func (s *SMISampler) Stop() *runcond.Conditions {
 	s.cancel()
 	<-s.done
 	s.mu.Lock()
@@ -497,7 +497,7 @@ func (s *SMISampler) appLine(cols []string) {
 }
 
 // summarize builds the Conditions (called with s.mu held).
-func (s *SMISampler) summarize() *gate.Conditions {
+func (s *SMISampler) summarize() *runcond.Conditions {
 	res := s.res
 	res.Warnings = slices.Clone(res.Warnings)
 	if res.NotSampled != "" {
@@ -509,7 +509,7 @@ func (s *SMISampler) summarize() *gate.Conditions {
 		if len(g.samples) == 0 {
 			continue
 		}
-		gc := gate.GPUConditions{Index: g.index, UUID: g.uuid, Name: oneLine(g.name), Samples: len(g.samples), SMClockMaxMHz: ptr(g.maxSM)}
+		gc := runcond.GPUConditions{Index: g.index, UUID: g.uuid, Name: oneLine(g.name), Samples: len(g.samples), SMClockMaxMHz: ptr(g.maxSM)}
 		idle := slices.Index(smiReasons, "gpu_idle")
 		var busy []gpuSample
 		for _, x := range g.samples {
@@ -567,7 +567,7 @@ func (s *SMISampler) summarize() *gate.Conditions {
 			if k.uuid != uuid {
 				continue
 			}
-			cp := gate.ComputeProcess{PID: k.pid, Name: p.name, UsedMiB: ptr(p.used), Samples: p.samples}
+			cp := runcond.ComputeProcess{PID: k.pid, Name: p.name, UsedMiB: ptr(p.used), Samples: p.samples}
 			switch p.class {
 			case procOwn:
 				gc.JobSeen = true
@@ -577,7 +577,7 @@ func (s *SMISampler) summarize() *gate.Conditions {
 				gc.Unattributed = append(gc.Unattributed, cp)
 			}
 		}
-		byPID := func(a, b gate.ComputeProcess) int { return a.PID - b.PID }
+		byPID := func(a, b runcond.ComputeProcess) int { return a.PID - b.PID }
 		slices.SortFunc(gc.Others, byPID)
 		slices.SortFunc(gc.Unattributed, byPID)
 		if gc.JobSeen {
@@ -599,7 +599,7 @@ func (s *SMISampler) summarize() *gate.Conditions {
 		if s.firstErr != "" {
 			why = "nvidia-smi printed no GPU sample: " + s.firstErr
 		}
-		return &gate.Conditions{NotSampled: why}
+		return &runcond.Conditions{NotSampled: why}
 	}
 	res.Sampled = true
 	return &res

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // TestSMIMedianFinite: nvidia-smi numbers are read as any finite float;
@@ -23,10 +24,10 @@ func TestSMIMedianFinite(t *testing.T) {
 		t.Errorf("ptr(+Inf) = %v, want nil", *p)
 	}
 	big := 1.7e308
-	c := func() *gate.Conditions {
-		return &gate.Conditions{Sampled: true, GPUs: []gate.GPUConditions{{Index: 0, Name: "x", SMClockMedianMHz: &big}}}
+	c := func() *runcond.Conditions {
+		return &runcond.Conditions{Sampled: true, GPUs: []runcond.GPUConditions{{Index: 0, Name: "x", SMClockMedianMHz: &big}}}
 	}
-	if _, err := json.Marshal(gate.PoolConditions([]*gate.Conditions{c(), c()})); err != nil {
+	if _, err := json.Marshal(gate.PoolConditions([]*runcond.Conditions{c(), c()})); err != nil {
 		t.Errorf("pooled conditions: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/fakesmi"
+	"github.com/gpugate/gpugate/runcond"
 )
 
 // TestMain turns the test binary into the stand-in nvidia-smi when it is
@@ -56,7 +57,7 @@ func fakeOnPath(t *testing.T, recording, help string) string {
 
 // sample runs the sampler against the stand-in until it has replayed the
 // whole recording.
-func sample(t *testing.T, recording string, owned map[int]bool) *gate.Conditions {
+func sample(t *testing.T, recording string, owned map[int]bool) *runcond.Conditions {
 	t.Helper()
 	done := fakeOnPath(t, recording, "help-query-gpu-580.txt")
 	s := StartSMI(context.Background(), SMIOptions{Interval: 20 * time.Millisecond,
@@ -140,15 +141,15 @@ func TestSMINormalLoad(t *testing.T) {
 	// gpu_burn (10309) is the job; the two memhogs are someone else's.
 	c := sample(t, "h200-load", map[int]bool{10309: true})
 	zero := map[string]float64{"hw_slowdown": 0, "hw_thermal_slowdown": 0, "hw_power_brake_slowdown": 0, "sw_thermal_slowdown": 0, "sw_power_cap": 0}
-	want := &gate.Conditions{
+	want := &runcond.Conditions{
 		Sampled: true, ReasonFields: "clocks_event_reasons", IntervalMS: 20, JobGPUsKnown: true,
-		GPUs: []gate.GPUConditions{{
+		GPUs: []runcond.GPUConditions{{
 			Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", Name: "NVIDIA H200",
 			Samples: 1, Busy: 1,
 			SMClockMedianMHz: f(1980), SMClockMinMHz: f(1980), SMClockMaxMHz: f(1980), MemClockMedianMHz: f(3201),
 			TempMaxC: f(52), PowerMedianW: f(627.40), UtilMedianPct: f(100),
 			ReasonShare: zero, JobSeen: true,
-			Others: []gate.ComputeProcess{
+			Others: []runcond.ComputeProcess{
 				{PID: 10291, Name: "/root/tools/memhog", UsedMiB: f(2566), Samples: 1},
 				{PID: 10293, Name: "/root/tools/memhog", UsedMiB: f(1542), Samples: 1},
 			},
@@ -173,7 +174,7 @@ func TestSMINormalLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back gate.Conditions
+	var back runcond.Conditions
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}

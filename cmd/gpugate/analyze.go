@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/trace"
 	"github.com/gpugate/gpugate/trace/kineto"
 	"github.com/gpugate/gpugate/trace/load"
@@ -255,8 +255,8 @@ func renamePath(err error, tmp, name string) error {
 // conditionsBeside reads the run conditions gpugate run wrote beside the
 // traces (conditions.json in their folder) when they all come from one
 // run's folder; otherwise the analysis says they are not recorded.
-func conditionsBeside(paths []string) *gate.Conditions {
-	none := &gate.Conditions{NotSampled: "not recorded: the traces hold none (gpugate run samples them and writes conditions.json beside its traces)"}
+func conditionsBeside(paths []string) *runcond.Conditions {
+	none := &runcond.Conditions{NotSampled: "not recorded: the traces hold none (gpugate run samples them and writes conditions.json beside its traces)"}
 	dir := ""
 	for _, p := range paths {
 		d := filepath.Dir(p)
@@ -269,9 +269,9 @@ func conditionsBeside(paths []string) *gate.Conditions {
 	if err != nil {
 		return none
 	}
-	var c gate.Conditions
+	var c runcond.Conditions
 	if json.Unmarshal(b, &c) != nil {
-		return &gate.Conditions{NotSampled: "not recorded: conditions.json beside the traces is not a gpugate run-conditions document"}
+		return &runcond.Conditions{NotSampled: "not recorded: conditions.json beside the traces is not a gpugate run-conditions document"}
 	}
 	return &c
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
-	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -473,19 +473,19 @@ var baselinePruneCmd = &command{
 // showConditions prints the run conditions of the baseline runs of
 // fingerprint fp (runs: oldest first), for baseline show.
 func showConditions(w io.Writer, runs []baseline.Run, fp string) error {
-	var cs []*gate.Conditions
+	var cs []*runcond.Conditions
 	for _, r := range runs {
 		if r.FingerprintHash != fp {
 			continue
 		}
-		var c *gate.Conditions
+		var c *runcond.Conditions
 		if len(r.Conditions) > 0 {
-			c = new(gate.Conditions)
+			c = new(runcond.Conditions)
 			if err := json.Unmarshal(r.Conditions, c); err != nil {
 				return fmt.Errorf("baseline run %d: run conditions: %v", r.ID, err)
 			}
 		} else {
-			c = &gate.Conditions{NotSampled: "not recorded (stored before gpugate sampled run conditions)"}
+			c = &runcond.Conditions{NotSampled: "not recorded (stored before gpugate sampled run conditions)"}
 		}
 		cs = append(cs, c)
 	}

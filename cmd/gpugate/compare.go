@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/gpugate/gpugate/trace"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/gpugate/gpugate/runcond"
+	"github.com/gpugate/gpugate/trace"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/config"
@@ -139,7 +141,7 @@ why.
 			rep := gate.Compare(base, head, opt)
 			// Trace files and analyze documents hold no run conditions:
 			// the section says so rather than leaving it out.
-			gate.ApplyConditions(rep, make([]*gate.Conditions, len(base)), make([]*gate.Conditions, len(head)), gate.DefaultConditionMargins,
+			gate.ApplyConditions(rep, make([]*runcond.Conditions, len(base)), make([]*runcond.Conditions, len(head)), gate.DefaultConditionMargins,
 				"not recorded: compare reads traces, which hold no run conditions (gpugate run samples them)")
 			if mm := gate.Mismatch(rep.Baseline, rep.Candidate); len(mm) > 0 {
 				if !*allowMismatch {
