@@ -40,6 +40,9 @@ type Config struct {
 	// its relative allowance: "64MiB" (the default), "1GiB", "512MB" or
 	// bytes.
 	MemoryMinChange *Bytes `yaml:"memory_min_change"`
+	// Host bounds how busy the host may be during a run before the run is
+	// disturbed and left out of the time metrics (docs/verdicts.md).
+	Host Host `yaml:"host"`
 
 	root *yaml.Node // the document, for Position
 
@@ -167,6 +170,24 @@ type AB struct {
 		Base Command `yaml:"base"`
 		Head Command `yaml:"head"`
 	} `yaml:"setup"`
+}
+
+// Host bounds how busy the host may be during a run (shares written as
+// "25%" or 0.25; nil: gpugate's default; 100% turns a test off).
+type Host struct {
+	// OtherCPU: the share of the host's CPUs that processes outside the
+	// job used (default 25%).
+	OtherCPU *Percent `yaml:"other_cpu"`
+	// CPUPressure: the share of the run during which runnable tasks
+	// waited for a CPU (PSI some), counted while other processes used at
+	// least PressureOther of the CPUs (defaults 20% and 10%).
+	CPUPressure   *Percent `yaml:"cpu_pressure"`
+	PressureOther *Percent `yaml:"pressure_other_cpu"`
+	// Steal: the share of CPU time the hypervisor took (default 10%).
+	Steal *Percent `yaml:"steal"`
+	// Throttled: the share of the cgroup's quota periods throttled
+	// (default 10%).
+	Throttled *Percent `yaml:"cpu_throttled"`
 }
 
 // Command is an argv, or a shell string.

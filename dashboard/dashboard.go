@@ -39,6 +39,7 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// health on the index; "" picks main, else master, else the branch
 	// with the most baseline runs (MainBranch).
 	Branch string
+	// Host are the margins that say a run's host was busy (perf.yaml
+	// host:); nil means gate.DefaultHostMargins.
+	Host *gate.HostMargins
 }
 
 // Site is what Write wrote, for the command's message and for tests.
@@ -118,6 +122,10 @@ type Run struct {
 	// step, ranks combined as the gate combines them (runValue).
 	Values map[string]float64
 	File   string // "run-<id>.html"
+	// HostBusy says why the host was busy while the run ran (a disturbed
+	// run, left out of the time metrics of comparisons); "" when it was
+	// not or nothing is known.
+	HostBusy string
 	// Step is the picture of the run's median step, when known.
 	Step *StepPicture
 }
@@ -210,6 +218,7 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 		r := &Run{Run: br, Doc: doc, Index: len(w.Runs), File: fmt.Sprintf("run-%d.html", br.ID)}
 		r.Values = values(gate.Run(doc.Results()), metrics)
 		r.Step = stepFromDoc(doc)
+		r.HostBusy = hostBusy(br, o.Host)
 		w.Runs = append(w.Runs, r)
 	}
 	slices.SortFunc(site.Workloads, func(a, b *Workload) int { return cmp.Compare(a.Name, b.Name) })
@@ -378,4 +387,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// hostBusy is gate.HostBusy of a stored run's conditions under m (nil:
+// the defaults); "" for a run without them.
+func hostBusy(r baseline.Run, m *gate.HostMargins) string {
+	if len(r.Conditions) == 0 {
+		return ""
+	}
+	var c runcond.Conditions
+	if json.Unmarshal(r.Conditions, &c) != nil {
+		return ""
+	}
+	return gate.HostBusy(&c, *cmp.Or(m, &gate.DefaultHostMargins))
 }

@@ -116,7 +116,14 @@ func (p runPage) Conditions() []string {
 	if err := json.Unmarshal(p.R.Conditions, c); err != nil {
 		return []string{"unreadable: " + err.Error()}
 	}
-	return report.ConditionsText([]*runcond.Conditions{c})
+	out := report.ConditionsText([]*runcond.Conditions{c})
+	if h := report.HostText(c.Host); h != "" {
+		out = append(out, h)
+	}
+	if p.R.HostBusy != "" {
+		out = append(out, "DISTURBED, left out of the time metrics of comparisons: "+p.R.HostBusy)
+	}
+	return out
 }
 
 // Devices are the run's GPUs, by name.
@@ -216,8 +223,8 @@ Change points are found in each machine's baseline runs (E-divisive, permutation
 {{end}}
 <h2>Runs</h2>
 {{with .Cost}}<p class="cost">Cost: {{.}}.</p>{{end}}
-<table><tr><th>#</th><th>run</th><th>kind</th><th>branch</th><th>commit</th><th>created (UTC)</th><th>fingerprint</th><th>cost</th></tr>
-{{range .Runs}}<tr><td>{{add1 .Index}}</td><td><a href="{{.File}}">{{.ID}}</a></td><td>{{.Kind}}</td><td><code>{{.Branch}}</code></td><td><code>{{.Short}}</code></td><td>{{date .}}</td><td><code>{{.FingerprintHash}}</code></td><td>{{.Cost}}</td></tr>
+<table><tr><th>#</th><th>run</th><th>kind</th><th>branch</th><th>commit</th><th>created (UTC)</th><th>fingerprint</th><th>cost</th><th>host</th></tr>
+{{range .Runs}}<tr><td>{{add1 .Index}}</td><td><a href="{{.File}}">{{.ID}}</a></td><td>{{.Kind}}</td><td><code>{{.Branch}}</code></td><td><code>{{.Short}}</code></td><td>{{date .}}</td><td><code>{{.FingerprintHash}}</code></td><td>{{.Cost}}</td><td>{{with .HostBusy}}<span class="disturbed" title="{{.}}">busy: left out of time metrics</span>{{end}}</td></tr>
 {{end}}</table>
 {{template "foot"}}{{end}}
 

@@ -35,6 +35,9 @@ type Options struct {
 	// name, in the metric's unit (perf.yaml memory_min_change sets the
 	// memory metrics', in MiB).
 	MinAbs map[string]float64
+	// Disturbed are the runs whose host was busy (HostBusy): they are
+	// left out of the time metrics.
+	Disturbed Disturbed
 }
 
 // DefaultGate is what gates when perf.yaml says nothing: the step's health
@@ -166,6 +169,9 @@ type Report struct {
 	// Ranks are each rank's own step, FLOPs and sync calls on both sides
 	// (ranks.go); omitted for single-rank runs.
 	Ranks []RankChange `json:"ranks,omitempty"`
+	// HostBusy are the runs whose host was busy (Options.Disturbed), per
+	// side, "" for a run that was not; omitted when none was.
+	HostBusy *Disturbed `json:"host_busy,omitempty"`
 	// Sampling says how an A/B comparison sampled: how many pairs, in
 	// what order, and why it stopped; omitted elsewhere.
 	Sampling *Sampling `json:"sampling,omitempty"`
@@ -335,8 +341,26 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep := &Report{Baseline: describe(base), Candidate: describe(cand), Alpha: opt.Thresholds.Alpha,
 		Mismatch: []string{}, Warnings: []string{}, Findings: []Finding{}}
 	gates := Gates(opt)
+	busy := opt.Disturbed.any()
+	quietBase, quietCand := opt.Disturbed.quietRuns(base, cand, opt.Thresholds.Paired)
+	if busy {
+		rep.HostBusy = &opt.Disturbed
+		for _, side := range []struct {
+			name string
+			runs []string
+		}{{"baseline", opt.Disturbed.Base}, {"candidate", opt.Disturbed.Cand}} {
+			for _, b := range Busy(side.runs) {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: left out of the time metrics (step_time and the other times)", side.name, b))
+			}
+		}
+	}
 	for _, m := range analysis.Metrics {
-		bs, cs := samples(base, m, &rep.Warnings), samples(cand, m, &rep.Warnings)
+		b, c := base, cand
+		timeBusy := busy && IsTime(m)
+		if timeBusy && len(quietBase) > 0 && len(quietCand) > 0 {
+			b, c = quietBase, quietCand
+		}
+		bs, cs := samples(b, m, &rep.Warnings), samples(c, m, &rep.Warnings)
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}
@@ -373,9 +397,13 @@ func Compare(base, cand []Run, opt Options) *Report {
 			// in one step or the next.
 			minAbs = 0
 		}
-		rep.Metrics = append(rep.Metrics, stats.Compare(stats.Spec{
+		res := stats.Compare(stats.Spec{
 			Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
-		}, bs, cs, opt.Thresholds))
+		}, bs, cs, opt.Thresholds)
+		if timeBusy {
+			hostBusyResult(&res, opt.Disturbed, len(quietBase), len(quietCand))
+		}
+		rep.Metrics = append(rep.Metrics, res)
 	}
 	rep.Warnings = append(rep.Warnings, AbsentGateWarnings(rep, gates)...)
 	rep.Verdict = stats.Overall(rep.Metrics)

@@ -224,7 +224,7 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 	var rep *gate.Report
 	judge := func() *gate.Report {
 		r := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c),
-			Thresholds: stats.Thresholds{Alpha: plan.LookAlpha(), Paired: true}})
+			Thresholds: stats.Thresholds{Alpha: plan.LookAlpha(), Paired: true}, Disturbed: disturbed(c, baseConds, headConds)})
 		applyConditions(r, baseConds, headConds)
 		return r
 	}

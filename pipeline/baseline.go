@@ -294,7 +294,8 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 	if err := gate.CheckSide("candidate", ex.Runs); err != nil {
 		return nil, err
 	}
-	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th})
+	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th,
+		Disturbed: disturbed(c, sel.Conditions, ex.Conditions)})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
 	applyIsolation(rep, ex)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/runcond"
 )
@@ -61,4 +62,29 @@ func writeConditions(out string, c *runcond.Conditions) {
 	if b := conditionsJSON(c); b != nil {
 		os.WriteFile(filepath.Join(out, "conditions.json"), b, 0o644)
 	}
+}
+
+// HostMargins are perf.yaml's host: bounds over gpugate's defaults
+// (gate.DefaultHostMargins).
+func HostMargins(c *config.Config) gate.HostMargins {
+	m := gate.DefaultHostMargins
+	if c == nil {
+		return m
+	}
+	for _, f := range []struct {
+		v   *config.Percent
+		dst *float64
+	}{{c.Host.OtherCPU, &m.OtherCPU}, {c.Host.CPUPressure, &m.CPUPressure}, {c.Host.PressureOther, &m.PressureOther}, {c.Host.Steal, &m.Steal}, {c.Host.Throttled, &m.Throttled}} {
+		if f.v != nil {
+			*f.dst = float64(*f.v)
+		}
+	}
+	return m
+}
+
+// disturbed says which runs of each side ran on a busy host, under c's
+// margins.
+func disturbed(c *config.Config, base, cand []*runcond.Conditions) gate.Disturbed {
+	m := HostMargins(c)
+	return gate.Disturbed{Base: gate.Disturbances(base, m), Cand: gate.Disturbances(cand, m)}
 }

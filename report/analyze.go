@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/trace"

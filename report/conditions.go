@@ -26,11 +26,60 @@ func ConditionsText(cs []*runcond.Conditions) []string {
 	return sideLines(cs, func(s string) string { return fmt.Sprintf("%q", s) }, escape.Terminal)
 }
 
-// conditionLines describes one run's conditions, one line per GPU.
+// conditionLines describes one run's GPU conditions, one line per GPU
+// (hostLines describes its host).
 func conditionLines(c *runcond.Conditions, name, txt func(string) string) []string {
 	if c == nil {
 		return []string{txt("not recorded")}
 	}
+	return gpuLines(c, name, txt)
+}
+
+// hostLines describes the host of each run that has host conditions, one
+// line a run ("run 2: host: ..."), escaped by txt.
+func hostLines(cs []*runcond.Conditions, txt func(string) string) []string {
+	var out []string
+	for i, c := range cs {
+		if c == nil {
+			continue
+		}
+		if h := HostText(c.Host); h != "" {
+			out = append(out, txt(fmt.Sprintf("run %d: %s", i+1, h)))
+		}
+	}
+	return out
+}
+
+// HostText describes the host's CPUs during a run in one line ("host:
+// other processes used 1.4 of 2 CPUs, CPU pressure 86%, steal 0%, no
+// cgroup CPU quota"); "" for a run stored before gpugate sampled it.
+func HostText(h *runcond.Host) string {
+	if h == nil {
+		return ""
+	}
+	if h.NotSampled != "" {
+		return "host: not sampled: " + h.NotSampled
+	}
+	var parts []string
+	if h.OtherCPU != nil {
+		parts = append(parts, fmt.Sprintf("other processes used %.1f of %d CPUs", *h.OtherCPU, h.CPUs))
+	}
+	if h.CPUPressure != nil {
+		parts = append(parts, fmt.Sprintf("CPU pressure %.0f%%", *h.CPUPressure*100))
+	} else {
+		parts = append(parts, "no CPU pressure figures (/proc/pressure/cpu)")
+	}
+	if h.Steal != nil {
+		parts = append(parts, fmt.Sprintf("steal %.0f%%", *h.Steal*100))
+	}
+	if h.Throttled != nil {
+		parts = append(parts, fmt.Sprintf("cgroup CPU-throttled in %.0f%% of periods", *h.Throttled*100))
+	}
+	return fmt.Sprintf("host: %s (over %.1fs)", strings.Join(parts, ", "), h.WallSec)
+}
+
+// gpuLines describes what nvidia-smi saw, one line per GPU.
+func gpuLines(c *runcond.Conditions, name, txt func(string) string) []string {
 	if !c.Sampled {
 		if strings.HasPrefix(c.NotSampled, "not recorded") {
 			return []string{txt(c.NotSampled)} // not "not sampled: not recorded"
@@ -156,7 +205,7 @@ func WriteConditionsText(w io.Writer, rc *gate.RunConditions) {
 		return
 	}
 	name := func(s string) string { return fmt.Sprintf("%q", s) }
-	fmt.Fprintln(w, "\nrun conditions (nvidia-smi while the job ran):")
+	fmt.Fprintln(w, "\nrun conditions (nvidia-smi and the host's CPUs while the job ran):")
 	for _, side := range []struct {
 		label string
 		cs    []*runcond.Conditions
@@ -164,7 +213,7 @@ func WriteConditionsText(w io.Writer, rc *gate.RunConditions) {
 		if len(side.cs) == 0 {
 			continue
 		}
-		for i, l := range sideLines(side.cs, name, escape.Terminal) {
+		for i, l := range append(sideLines(side.cs, name, escape.Terminal), hostLines(side.cs, escape.Terminal)...) {
 			if i == 0 {
 				fmt.Fprintf(w, "  %-9s %s\n", side.label+":", l)
 			} else {
@@ -208,7 +257,7 @@ func writeConditionsMarkdown(w io.Writer, rc *gate.RunConditions) {
 		if len(side.cs) == 0 {
 			continue
 		}
-		for i, l := range sideLines(side.cs, name, text) {
+		for i, l := range append(sideLines(side.cs, name, text), hostLines(side.cs, text)...) {
 			if i == 0 {
 				fmt.Fprintf(w, "- %s: %s\n", side.label, l)
 			} else {

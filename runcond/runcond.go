@@ -30,6 +30,11 @@ type Conditions struct {
 	// Warnings: fields this nvidia-smi does not know, lines it printed that
 	// could not be read, samples dropped at the limit.
 	Warnings []string `json:"warnings,omitempty"`
+	// Host is what the host's kernel reported about its CPUs over the
+	// run (pressure, steal, other processes, cgroup throttling); nil for
+	// a run stored before gpugate sampled it. It is sampled whether or
+	// not nvidia-smi is: Sampled speaks of the GPUs only.
+	Host *Host `json:"host,omitempty"`
 }
 
 // GPUConditions summarizes one GPU's samples. Values nvidia-smi reported as
@@ -102,4 +107,39 @@ func ThrottleReasons() []string {
 		keys[i] = r.Key
 	}
 	return keys
+}
+
+// Host is what the host's kernel says about the CPUs while the job ran:
+// how long runnable tasks waited for a CPU, how much CPU the hypervisor
+// took, how much other processes used, and how often the job's cgroup was
+// throttled. Each is measured as the difference of the kernel's
+// cumulative counters at the job's start and end, so it covers the whole
+// run however short. A figure the host does not provide is nil, never
+// zero.
+type Host struct {
+	// WallSec is the time between the two readings; CPUs the online CPUs.
+	WallSec float64 `json:"wall_sec"`
+	CPUs    int     `json:"cpus"`
+	// CPUPressure is the share of the run (0..1) during which at least one
+	// runnable task waited for a CPU (/proc/pressure/cpu "some"). The
+	// job's own threads count too: a job with more busy threads than
+	// CPUs raises it on a quiet host.
+	CPUPressure *float64 `json:"cpu_pressure,omitempty"`
+	// Steal is the share of the CPUs' time (0..1) the hypervisor gave to
+	// other guests (/proc/stat steal).
+	Steal *float64 `json:"steal,omitempty"`
+	// OtherCPU is the CPU time of processes outside the job's process
+	// tree and gpugate, in CPUs (1.5: one and a half CPUs busy on average
+	// over the run): /proc/stat's busy time less what the job and gpugate
+	// used (getrusage).
+	OtherCPU *float64 `json:"other_cpu,omitempty"`
+	// Throttled is the share of the cgroup's CPU quota periods (0..1) in
+	// which it was throttled (cpu.stat nr_throttled / nr_periods); nil
+	// without a CPU quota.
+	Throttled *float64 `json:"cpu_throttled,omitempty"`
+	// Cgroup is the cgroup whose cpu.stat was read.
+	Cgroup string `json:"cgroup,omitempty"`
+	// NotSampled says why nothing was measured (not Linux); empty when
+	// something was.
+	NotSampled string `json:"not_sampled,omitempty"`
 }

@@ -498,6 +498,10 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	before := descendants()
 	rssBefore := childrenMaxRSS()
+	var hostStart, hostEnd hostReading
+	if !job.Plain {
+		hostStart = readHost()
+	}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -512,7 +516,12 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	if !job.Plain && job.Slurm == nil { // Slurm: on each node (slurm.go)
 		smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
-		defer func() { res.Conditions = smi.Stop() }()
+		defer func() {
+			res.Conditions = smi.Stop()
+			if !hostEnd.at.IsZero() {
+				res.Conditions.Host = hostConditions(hostStart, hostEnd)
+			}
+		}()
 	}
 	start := time.Now()
 	if job.StopCommands {
@@ -635,6 +644,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// The init's sweep came first; this one finds what escaped an init
 	// that was killed (and, elsewhere than Linux, everything).
 	res.Killed = append(res.Killed, killLeftovers(cmd.Process.Pid, token, before)...)
+	if !job.Plain {
+		hostEnd = readHost()
+	}
 	if len(res.Killed) > 0 {
 		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
 	}

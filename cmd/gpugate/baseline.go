@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
@@ -171,18 +173,27 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 }
 
 var baselineListCmd = &command{
-	usage: "baseline list [-db PATH] [-workload W] [-format text|json]",
+	usage: "baseline list [-db PATH] [-workload W] [-config perf.yaml] [-format text|json]",
 	short: "list the stored runs",
 	long: `
 Baseline list prints the stored runs, oldest first, with their step time:
 the run's mean step, its ranks combined as the gate combines them (a step
 takes its slowest rank's time), the number the gate compares and baseline
-show charts.`,
+show charts; and whether the host was busy while each ran (column host:
+"busy" for a disturbed run, which comparisons leave out of the time
+metrics; "quiet"; "-" for a run stored before gpugate sampled the host),
+under the host: margins of -config (default: perf.yaml when it exists,
+else gpugate's).`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		db := dbFlag(fs)
 		workload := fs.String("workload", "", "only this workload")
 		format := formatFlag(fs, "text", "json")
+		cfgPath := fs.String("config", "", "the perf.yaml `file` whose host: margins judge the runs (default perf.yaml, when it exists)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+			margins, err := hostMargins(*cfgPath)
+			if err != nil {
+				return err
+			}
 			store, err := openStore(ctx, *db, *workload, true)
 			if err != nil {
 				return err
@@ -203,6 +214,11 @@ show charts.`,
 				Fingerprint string  `json:"fingerprint_hash"`
 				Steps       int     `json:"steps"`
 				StepTimeMs  float64 `json:"step_time_ms"`
+				// Host is "busy" (disturbed: left out of the time
+				// metrics), "quiet", or "" when the host was not sampled;
+				// HostBusy says why it was busy.
+				Host     string `json:"host"`
+				HostBusy string `json:"host_busy,omitempty"`
 			}
 			rows := []row{}
 			stepTime, _ := analysis.MetricByName("step_time")
@@ -217,6 +233,7 @@ show charts.`,
 						x.StepTimeMs = v
 					}
 				}
+				x.Host, x.HostBusy = hostState(r, margins)
 				rows = append(rows, x)
 			}
 			if *format == "json" {
@@ -225,13 +242,26 @@ show charts.`,
 				return enc.Encode(rows)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tmean step ms")
+			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tmean step ms\thost")
+			var busy []string
 			for _, x := range rows {
 				// To the second: the runs of one refresh are seconds apart.
 				created := strings.Replace(strings.TrimSuffix(x.Created, "Z"), "T", " ", 1)
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), x.Steps, x.StepTimeMs)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%s\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), x.Steps, x.StepTimeMs, cmp.Or(x.Host, "-"))
+				if x.HostBusy != "" {
+					busy = append(busy, fmt.Sprintf("run %d: %s", x.ID, x.HostBusy))
+				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(busy) > 0 {
+				fmt.Fprintf(stdout, "\ndisturbed runs (left out of the time metrics of every comparison):\n")
+				for _, b := range busy {
+					fmt.Fprintf(stdout, "  %s\n", b)
+				}
+			}
+			return nil
 		}
 	},
 }
@@ -265,9 +295,14 @@ run's), and says how many runs of other fingerprints it left out.`,
 		metric := fs.String("metric", "step_time", "metric `name`")
 		branch := fs.String("branch", "main", "branch")
 		fingerprint := fs.String("fingerprint", "", "fingerprint `hash` whose runs to show (default: the newest baseline run's)")
+		cfgPath := fs.String("config", "", "the perf.yaml `file` whose host: margins judge the runs (default perf.yaml, when it exists)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *workload == "" {
 				return usagef("want -workload")
+			}
+			margins, err := hostMargins(*cfgPath)
+			if err != nil {
+				return err
 			}
 			m, ok := analysis.MetricByName(*metric)
 			if !ok {
@@ -341,7 +376,7 @@ run's), and says how many runs of other fingerprints it left out.`,
 			} else {
 				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)
 			}
-			if err := showConditions(stdout, all, fp); err != nil {
+			if err := showConditions(stdout, all, fp, margins); err != nil {
 				return err
 			}
 			return showNCU(ctx, stdout, store, pts)
@@ -472,8 +507,9 @@ var baselinePruneCmd = &command{
 
 // showConditions prints the run conditions of the baseline runs of
 // fingerprint fp (runs: oldest first), for baseline show.
-func showConditions(w io.Writer, runs []baseline.Run, fp string) error {
+func showConditions(w io.Writer, runs []baseline.Run, fp string, m gate.HostMargins) error {
 	var cs []*runcond.Conditions
+	var host []string
 	for _, r := range runs {
 		if r.FingerprintHash != fp {
 			continue
@@ -488,6 +524,13 @@ func showConditions(w io.Writer, runs []baseline.Run, fp string) error {
 			c = &runcond.Conditions{NotSampled: "not recorded (stored before gpugate sampled run conditions)"}
 		}
 		cs = append(cs, c)
+		if h := report.HostText(c.Host); h != "" {
+			line := fmt.Sprintf("run %d (%s): %s", r.ID, r.Created.UTC().Format("2006-01-02 15:04"), h)
+			if why := gate.HostBusy(c, m); why != "" {
+				line += "\n    DISTURBED, left out of the time metrics: " + why
+			}
+			host = append(host, line)
+		}
 	}
 	if len(cs) == 0 {
 		return nil
@@ -496,5 +539,43 @@ func showConditions(w io.Writer, runs []baseline.Run, fp string) error {
 	for _, l := range report.ConditionsText(cs) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+	if len(host) > 0 {
+		fmt.Fprintln(w, "\nHost (the CPUs while each run ran):")
+		for _, l := range host {
+			fmt.Fprintf(w, "  %s\n", escape.Terminal(l))
+		}
+	}
 	return nil
+}
+
+// hostMargins are the host: margins of the perf.yaml at path (default
+// ./perf.yaml when it exists), else gpugate's defaults.
+func hostMargins(path string) (gate.HostMargins, error) {
+	if path == "" {
+		if _, err := os.Stat("perf.yaml"); err != nil {
+			return pipeline.HostMargins(nil), nil
+		}
+		path = "perf.yaml"
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		return gate.HostMargins{}, err
+	}
+	return pipeline.HostMargins(c), nil
+}
+
+// hostState is whether a stored run's host was "busy" (with why) or
+// "quiet" under m; "" for a run without host conditions.
+func hostState(r baseline.Run, m gate.HostMargins) (state, why string) {
+	if len(r.Conditions) == 0 {
+		return "", ""
+	}
+	var c runcond.Conditions
+	if json.Unmarshal(r.Conditions, &c) != nil || c.Host == nil || c.Host.NotSampled != "" {
+		return "", ""
+	}
+	if why := gate.HostBusy(&c, m); why != "" {
+		return "busy", why
+	}
+	return "quiet", ""
 }

@@ -18,7 +18,7 @@ import (
 )
 
 var dashboardCmd = &command{
-	usage: "dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-branch main] [-serve ADDR]",
+	usage: "dashboard -out DIR [-db PATH|URL] [-config perf.yaml] [-metrics step_time,kernels] [-branch main] [-serve ADDR]",
 	short: "write a static web site of the store's history",
 	long: `
 Dashboard writes a static, self-contained web site of every run in the
@@ -31,7 +31,9 @@ chart per metric over its runs (one point per run: its mean step, ranks
 combined as the gate combines them; series split by machine fingerprint,
 pull-request runs apart from baseline runs) with change points marked and
 the commit range around them; and a page per run with its step-time
-breakdown, findings, largest kernels and run conditions. The pages load nothing from the network: publish DIR on
+breakdown, findings, largest kernels and run conditions (a run whose host
+was busy is marked disturbed, under the host: margins of -config). The
+pages load nothing from the network: publish DIR on
 GitHub Pages or open it from disk. -serve ADDR serves it over HTTP at ADDR
 (e.g. localhost:8080) until interrupted.
 
@@ -44,6 +46,7 @@ docs/dashboard.md).`,
 		metrics := fs.String("metrics", "", "comma-separated metrics to chart (default: the gate's default metrics)")
 		serve := fs.String("serve", "", "serve the site over HTTP at `addr` after writing it")
 		branch := fs.String("branch", "", "the base `branch` whose baseline runs are each workload's health (default: main, else master, else the branch with the most baseline runs)")
+		cfgPath := fs.String("config", "", "the perf.yaml `file` whose host: margins mark runs on a busy host (default perf.yaml, when it exists)")
 		return func(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			if *out == "" {
 				return usagef("want -out DIR")
@@ -52,6 +55,11 @@ docs/dashboard.md).`,
 				return usagef("unexpected arguments: %s", strings.Join(args, " "))
 			}
 			o := dashboard.Options{Branch: *branch}
+			m, err := hostMargins(*cfgPath)
+			if err != nil {
+				return err
+			}
+			o.Host = &m
 			if *metrics != "" {
 				o.Metrics = strings.Split(*metrics, ",")
 			}

@@ -1,0 +1,173 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/runcond"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// HostMargins bound how busy the host may have been during a run before
+// the run is disturbed: its step times then say as much about the other
+// work on the machine as about the code. Shares are of the whole run
+// (0..1); OtherCPU is a share of the host's CPUs. A margin of 1 (100%)
+// or more turns its test off.
+type HostMargins struct {
+	// OtherCPU: processes outside the job's tree (and gpugate) used at
+	// least this share of the host's CPUs.
+	OtherCPU float64
+	// CPUPressure: runnable tasks waited for a CPU during at least this
+	// share of the run (PSI "some") while other processes used at least
+	// PressureOther of the CPUs. The job's own threads raise the pressure
+	// too (a job with more busy threads than CPUs), so the pressure
+	// disturbs a run only when something else ran.
+	CPUPressure   float64
+	PressureOther float64
+	// Steal: the hypervisor gave at least this share of the CPUs' time to
+	// other guests.
+	Steal float64
+	// Throttled: the cgroup's CPU quota throttled it in at least this
+	// share of its periods.
+	Throttled float64
+}
+
+// DefaultHostMargins are the margins perf.yaml's host: section starts
+// from; docs/verdicts.md gives the measurements behind them.
+var DefaultHostMargins = HostMargins{OtherCPU: 0.25, CPUPressure: 0.20, PressureOther: 0.10, Steal: 0.10, Throttled: 0.10}
+
+// HostBusy says why a run's host was busy beyond the margins ("the host
+// was busy: other processes used 1.4 of 2 CPUs, CPU pressure 86% during
+// the run"); "" when it was not, or when nothing was measured (a run
+// stored before gpugate sampled the host disturbs nothing: nothing is
+// known).
+func HostBusy(c *runcond.Conditions, m HostMargins) string {
+	if c == nil || c.Host == nil || c.Host.NotSampled != "" {
+		return ""
+	}
+	h := c.Host
+	var why []string
+	other := -1.0
+	if h.OtherCPU != nil && h.CPUs > 0 {
+		other = *h.OtherCPU / float64(h.CPUs)
+	}
+	if other >= 0 && other >= m.OtherCPU && m.OtherCPU < 1 {
+		why = append(why, fmt.Sprintf("other processes used %.1f of %d CPUs", *h.OtherCPU, h.CPUs))
+	}
+	if h.CPUPressure != nil && *h.CPUPressure >= m.CPUPressure && m.CPUPressure < 1 && other >= m.PressureOther {
+		s := fmt.Sprintf("CPU pressure %.0f%%", *h.CPUPressure*100)
+		if len(why) == 0 {
+			s += fmt.Sprintf(" with other processes on %.1f of %d CPUs", *h.OtherCPU, h.CPUs)
+		}
+		why = append(why, s)
+	}
+	if h.Steal != nil && *h.Steal >= m.Steal && m.Steal < 1 {
+		why = append(why, fmt.Sprintf("steal time %.0f%%", *h.Steal*100))
+	}
+	if h.Throttled != nil && *h.Throttled >= m.Throttled && m.Throttled < 1 {
+		why = append(why, fmt.Sprintf("its cgroup was CPU-throttled in %.0f%% of periods", *h.Throttled*100))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the host was busy: " + strings.Join(why, ", ") + " during the run"
+}
+
+// Disturbances is HostBusy of each run, in order.
+func Disturbances(cs []*runcond.Conditions, m HostMargins) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = HostBusy(c, m)
+	}
+	return out
+}
+
+// Disturbed are the runs of each side whose host was busy (HostBusy), by
+// index into the runs, "" for a run that was not. They take no part in
+// the time metrics (IsTime): a busy host lengthens steps, so their step
+// times would make a no-change candidate a regression, or a baseline an
+// easy mark. Counts (kernels, syncs, copies, memory) do not depend on
+// the host's load and keep every run.
+type Disturbed struct {
+	Base []string `json:"baseline"`
+	Cand []string `json:"candidate"`
+}
+
+// IsTime reports whether a metric measures time, or a ratio of times,
+// and so moves with the host's load.
+func IsTime(m analysis.Metric) bool {
+	return m.Unit == "ms" || m.Unit == "us" || m.Name == "gpu_util" || m.Name == "short_kernels"
+}
+
+// quietRuns returns the runs of each side that were not disturbed. With
+// paired runs (A/B) a pair goes when either run of it was disturbed, so
+// that the pairs stay pairs.
+func (d Disturbed) quietRuns(base, cand []Run, paired bool) (b, c []Run) {
+	busy := func(rs []string, i int) bool { return i < len(rs) && rs[i] != "" }
+	if paired {
+		for i := range min(len(base), len(cand)) {
+			if !busy(d.Base, i) && !busy(d.Cand, i) {
+				b, c = append(b, base[i]), append(c, cand[i])
+			}
+		}
+		return b, c
+	}
+	for i, r := range base {
+		if !busy(d.Base, i) {
+			b = append(b, r)
+		}
+	}
+	for i, r := range cand {
+		if !busy(d.Cand, i) {
+			c = append(c, r)
+		}
+	}
+	return b, c
+}
+
+// any reports whether any run is disturbed.
+func (d Disturbed) any() bool {
+	for _, rs := range [][]string{d.Base, d.Cand} {
+		for _, r := range rs {
+			if r != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Busy lists the disturbed runs of one side as "run N: why".
+func Busy(side []string) []string {
+	var out []string
+	for i, r := range side {
+		if r != "" {
+			out = append(out, fmt.Sprintf("run %d: %s", i+1, r))
+		}
+	}
+	return out
+}
+
+// hostBusyResult notes on a time metric's result which runs were left
+// out; when a side has no quiet run left, the result (computed over every
+// run, for its numbers) gets no verdict: inconclusive, with what to do.
+func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
+	nb, nc := len(Busy(d.Base)), len(Busy(d.Cand))
+	if quietBase > 0 && quietCand > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d baseline and %d candidate run(s) left out: the host was busy", nb, nc))
+		return
+	}
+	side, why := "candidate", Busy(d.Cand)
+	if quietBase == 0 {
+		side, why = "baseline", Busy(d.Base)
+	}
+	r.Verdict, r.NeedRuns, r.NeedBaseRuns = stats.Inconclusive, 0, 0
+	if quietCand == 0 {
+		r.NeedRuns = 1
+	}
+	if quietBase == 0 {
+		r.NeedBaseRuns = 1
+	}
+	r.Reason = fmt.Sprintf("no time verdict: every %s run was disturbed (%s); rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", side, strings.Join(why, "; "))
+}
