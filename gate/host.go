@@ -158,9 +158,12 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d baseline and %d candidate run(s) left out: the host was busy", nb, nc))
 		return
 	}
-	side, why := "candidate", Busy(d.Cand)
+	var sides []string
+	if quietCand == 0 {
+		sides = append(sides, fmt.Sprintf("every candidate run was disturbed (%s)", strings.Join(Busy(d.Cand), "; ")))
+	}
 	if quietBase == 0 {
-		side, why = "baseline", Busy(d.Base)
+		sides = append(sides, fmt.Sprintf("every baseline run was disturbed (%s)", strings.Join(Busy(d.Base), "; ")))
 	}
 	r.Verdict, r.NeedRuns, r.NeedBaseRuns = stats.Inconclusive, 0, 0
 	if quietCand == 0 {
@@ -169,5 +172,5 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 	if quietBase == 0 {
 		r.NeedBaseRuns = 1
 	}
-	r.Reason = fmt.Sprintf("no time verdict: every %s run was disturbed (%s); rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", side, strings.Join(why, "; "))
+	r.Reason = fmt.Sprintf("no time verdict: %s; rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", strings.Join(sides, ", and "))
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -128,7 +129,7 @@ func cgroupThrottling() (cgroup string, periods, throttled int64) {
 		switch {
 		case parts[0] == "0" && parts[1] == "":
 			roots = []string{"sys/fs/cgroup", "sys/fs/cgroup/unified"}
-		case contains(strings.Split(parts[1], ","), "cpu"):
+		case slices.Contains(strings.Split(parts[1], ","), "cpu"):
 			roots = []string{"sys/fs/cgroup/" + parts[1], "sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct"}
 		default:
 			continue
@@ -148,15 +149,6 @@ func cgroupThrottling() (cgroup string, periods, throttled int64) {
 		}
 	}
 	return "", -1, -1
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // cpuStatThrottling reads nr_periods and nr_throttled (both cgroup

@@ -1,0 +1,106 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpugate/gpugate/runcond"
+	"github.com/gpugate/gpugate/stats"
+)
+
+func hostCond(other, pressure float64) *runcond.Conditions {
+	return &runcond.Conditions{NotSampled: "no nvidia-smi", Host: &runcond.Host{WallSec: 10, CPUs: 2, OtherCPU: &other, CPUPressure: &pressure, Steal: new(float64)}}
+}
+
+func TestHostBusy(t *testing.T) {
+	m := DefaultHostMargins
+	steal := 0.12
+	throttled := 0.3
+	for _, tc := range []struct {
+		name string
+		c    *runcond.Conditions
+		want string
+	}{
+		{"nil", nil, ""},
+		{"stored before host sampling", &runcond.Conditions{Sampled: true}, ""},
+		{"not sampled", &runcond.Conditions{Host: &runcond.Host{NotSampled: "not Linux"}}, ""},
+		{"quiet", hostCond(0.02, 0.05), ""},
+		// The job's own threads: pressure, but nobody else ran.
+		{"self-inflicted pressure", hostCond(0.1, 0.9), ""},
+		{"other processes (0.5 of 2 = 25%)", hostCond(0.5, 0.1), "the host was busy: other processes used 0.5 of 2 CPUs during the run"},
+		{"two hogs", hostCond(1.8, 0.98), "the host was busy: other processes used 1.8 of 2 CPUs, CPU pressure 98% during the run"},
+		{"pressure from a little other work", hostCond(0.3, 0.38), "the host was busy: CPU pressure 38% with other processes on 0.3 of 2 CPUs during the run"},
+		{"steal", &runcond.Conditions{Host: &runcond.Host{CPUs: 2, Steal: &steal}}, "the host was busy: steal time 12% during the run"},
+		{"throttled", &runcond.Conditions{Host: &runcond.Host{CPUs: 2, Throttled: &throttled}}, "the host was busy: its cgroup was CPU-throttled in 30% of periods during the run"},
+	} {
+		if got := HostBusy(tc.c, m); got != tc.want {
+			t.Errorf("%s: HostBusy = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	off := HostMargins{OtherCPU: 1, CPUPressure: 1, PressureOther: 1, Steal: 1, Throttled: 1}
+	if got := HostBusy(hostCond(2, 1), off); got != "" {
+		t.Errorf("margins of 100%%: HostBusy = %q, want none", got)
+	}
+}
+
+// A disturbed run takes no part in the time metrics; counts keep it.
+func TestCompareDisturbed(t *testing.T) {
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	busy := "the host was busy: other processes used 1.8 of 2 CPUs during the run"
+
+	// The candidate's only run was disturbed: it ran 60% slower (a hog),
+	// and added a sync a step. step_time has no verdict, and says why;
+	// sync_calls, a count, still regresses.
+	cand := []Run{synthetic(t, 20, 160, 1, 5)}
+	plain := Compare(base, cand, Options{})
+	if plain.metric("step_time").Verdict != stats.Regression {
+		t.Fatalf("undisturbed: step_time %s, want regression (the test's premise)", plain.metric("step_time").Verdict)
+	}
+	rep := Compare(base, cand, Options{Disturbed: Disturbed{Base: []string{"", "", ""}, Cand: []string{busy}}})
+	st := rep.metric("step_time")
+	if st.Verdict != stats.Inconclusive || !strings.Contains(st.Reason, "no time verdict: every candidate run was disturbed (run 1: "+busy+")") || st.NeedRuns != 1 {
+		t.Errorf("disturbed candidate: step_time %s, reason %q, need %d; want inconclusive naming the host, one more run", st.Verdict, st.Reason, st.NeedRuns)
+	}
+	if sc := rep.metric("sync_calls"); sc.Verdict != stats.Regression || rep.Verdict != stats.Regression {
+		t.Errorf("disturbed candidate: sync_calls %s, overall %s; want regression (counts do not depend on the host)", sc.Verdict, rep.Verdict)
+	}
+	if rep.HostBusy == nil || !containsPrefix(rep.Warnings, "candidate run 1: "+busy+": left out of the time metrics") {
+		t.Errorf("warnings %q, host busy %+v: want the disturbed run named", rep.Warnings, rep.HostBusy)
+	}
+	// No change and no new sync on a busy host: never a regression.
+	rep = Compare(base, []Run{synthetic(t, 20, 160, 0, 5)}, Options{Disturbed: Disturbed{Cand: []string{busy}}})
+	if rep.Verdict != stats.Inconclusive {
+		t.Errorf("no-change candidate slowed by a hog: verdict %s, want inconclusive", rep.Verdict)
+	}
+
+	// A disturbed baseline run is left out of step_time: the baseline's
+	// other two runs are compared, and the count says so.
+	slowBase := append(syntheticRuns(t, 2, 20, 100, 0, 5), synthetic(t, 20, 300, 0, 5))
+	rep = Compare(slowBase, syntheticRuns(t, 3, 20, 100, 0, 5), Options{Disturbed: Disturbed{Base: []string{"", "", busy}}})
+	st = rep.metric("step_time")
+	if st.Baseline.Runs != 2 || st.Candidate.Runs != 3 || !containsPrefix(st.Notes, "1 baseline and 0 candidate run(s) left out: the host was busy") {
+		t.Errorf("disturbed baseline run: step_time over %d+%d runs, notes %q; want 2+3 and a note", st.Baseline.Runs, st.Candidate.Runs, st.Notes)
+	}
+	if k := rep.metric("kernels"); k.Baseline.Runs != 3 {
+		t.Errorf("kernels over %d baseline runs, want all 3 (a count keeps a disturbed run)", k.Baseline.Runs)
+	}
+	if !containsPrefix(rep.Warnings, "baseline run 3: "+busy) {
+		t.Errorf("warnings %q: want the disturbed baseline run named", rep.Warnings)
+	}
+
+	// Paired (A/B): a pair goes when either of its runs was disturbed.
+	rep = Compare(syntheticRuns(t, 4, 20, 100, 0, 5), syntheticRuns(t, 4, 20, 100, 0, 5), Options{Thresholds: stats.Thresholds{Paired: true},
+		Disturbed: Disturbed{Base: []string{"", busy, "", ""}, Cand: []string{"", "", "", busy}}})
+	if st := rep.metric("step_time"); st.Baseline.Runs != 2 || st.Candidate.Runs != 2 {
+		t.Errorf("paired, pairs 2 and 4 disturbed: step_time over %d+%d runs, want 2+2", st.Baseline.Runs, st.Candidate.Runs)
+	}
+}
+
+func containsPrefix(xs []string, p string) bool {
+	for _, x := range xs {
+		if strings.HasPrefix(x, p) {
+			return true
+		}
+	}
+	return false
+}
