@@ -74,11 +74,25 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: auto\n    budget: 0s\n", "perf.yaml:6:5: workload \"a\": budget must be a positive duration"},
 		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: -1\n", "repeat must be >= 1 or auto"},
 		{"version: 1\nworkloads:\n  - name: a\n    command: [x]\n    repeat: -2147483648\n", "repeat must be >= 1 or auto"},
+		// host: margins are shares, and only the known ones.
+		{"version: 1\nworkloads:\n  - command: [x]\nhost:\n  other_cpu: busy\n", "perf.yaml:5:3: \"busy\" is not a percentage"},
+		{"version: 1\nworkloads:\n  - command: [x]\nhost:\n  cpu_pressure: 30\n", "perf.yaml:5:3: \"30\" is a bare number above 1"},
+		{"version: 1\nworkloads:\n  - command: [x]\nhost:\n  load: 3\n", "perf.yaml:5:3: field load not found"},
 	} {
 		_, err := Parse([]byte(c.in), "perf.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Parse(%q) error = %v, want it to contain %q", c.in, err, c.want)
 		}
+	}
+}
+
+func TestParseHost(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\nhost:\n  other_cpu: 40%\n  steal: 0.05\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Host.OtherCPU == nil || *c.Host.OtherCPU != 0.4 || c.Host.Steal == nil || *c.Host.Steal != 0.05 || c.Host.CPUPressure != nil || c.Host.Throttled != nil {
+		t.Errorf("host = %+v, want other_cpu 0.4, steal 0.05, the rest unset", c.Host)
 	}
 }
 
