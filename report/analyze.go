@@ -399,6 +399,9 @@ func (a *Analysis) WriteText(w io.Writer) error {
 		for _, l := range ConditionsText([]*runcond.Conditions{a.RunConditions}) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
+		if h := HostText(a.RunConditions.Host); h != "" {
+			fmt.Fprintf(w, "  %s\n", escape.Terminal(h))
+		}
 	}
 	return nil
 }

@@ -276,14 +276,20 @@ Run 'gpugate help <command>' for details.
 
 # baseline list
 
-	usage: gpugate baseline list [-db PATH] [-workload W] [-format text|json]
+	usage: gpugate baseline list [-db PATH] [-workload W] [-config perf.yaml] [-format text|json]
 
 	Baseline list prints the stored runs, oldest first, with their step time:
 	the run's mean step, its ranks combined as the gate combines them (a step
 	takes its slowest rank's time), the number the gate compares and baseline
-	show charts.
+	show charts; and whether the host was busy while each ran (column host:
+	"busy" for a disturbed run, which comparisons leave out of the time
+	metrics; "quiet"; "-" for a run stored before gpugate sampled the host),
+	under the host: margins of -config (default: perf.yaml when it exists,
+	else gpugate's).
 
 	Flags:
+	  -config file
+	    	the perf.yaml file whose host: margins judge the runs (default perf.yaml, when it exists)
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -db-file file
@@ -395,6 +401,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -branch string
 	    	branch (default "main")
+	  -config file
+	    	the perf.yaml file whose host: margins judge the runs (default perf.yaml, when it exists)
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -db-file file
@@ -497,7 +505,7 @@ Run 'gpugate help <command>' for details.
 
 # dashboard
 
-	usage: gpugate dashboard -out DIR [-db PATH|URL] [-metrics step_time,kernels] [-branch main] [-serve ADDR]
+	usage: gpugate dashboard -out DIR [-db PATH|URL] [-config perf.yaml] [-metrics step_time,kernels] [-branch main] [-serve ADDR]
 
 	Dashboard writes a static, self-contained web site of every run in the
 	store (SQLite or PostgreSQL) into DIR: an index of workloads with each
@@ -509,7 +517,9 @@ Run 'gpugate help <command>' for details.
 	combined as the gate combines them; series split by machine fingerprint,
 	pull-request runs apart from baseline runs) with change points marked and
 	the commit range around them; and a page per run with its step-time
-	breakdown, findings, largest kernels and run conditions. The pages load nothing from the network: publish DIR on
+	breakdown, findings, largest kernels and run conditions (a run whose host
+	was busy is marked disturbed, under the host: margins of -config). The
+	pages load nothing from the network: publish DIR on
 	GitHub Pages or open it from disk. -serve ADDR serves it over HTTP at ADDR
 	(e.g. localhost:8080) until interrupted.
 
@@ -520,6 +530,8 @@ Run 'gpugate help <command>' for details.
 	Flags:
 	  -branch branch
 	    	the base branch whose baseline runs are each workload's health (default: main, else master, else the branch with the most baseline runs)
+	  -config file
+	    	the perf.yaml file whose host: margins mark runs on a busy host (default perf.yaml, when it exists)
 	  -db path
 	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else .gpugate/baseline.db; under GitHub Actions ~/.cache/gpugate/WORKLOAD/baseline.db, see docs/baseline.md)
 	  -db-file file
