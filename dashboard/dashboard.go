@@ -283,16 +283,20 @@ func health(w *Workload) {
 	// The verdicts, against the branch's baseline runs before each.
 	judge := func(r *Run) string {
 		var base []gate.Run
+		// Runs whose host was busy are left out of the time metrics, as
+		// the gate leaves them out.
+		busy := gate.Disturbed{Cand: []string{r.HostBusy}}
 		for i := r.Index - 1; i >= 0 && len(base) < 5; i-- {
 			b := w.Runs[i]
 			if onBranch(b) && b.FingerprintHash == r.FingerprintHash {
 				base = append(base, gate.Run(b.Doc.Results()))
+				busy.Base = append(busy.Base, b.HostBusy)
 			}
 		}
 		if len(base) == 0 {
 			return ""
 		}
-		return string(gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, gate.Options{}).Verdict)
+		return string(gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, gate.Options{Disturbed: busy}).Verdict)
 	}
 	if w.Main != nil {
 		w.Verdict = judge(w.Main)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/baseline"
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace/kineto"
@@ -449,5 +451,47 @@ func TestRunCost(t *testing.T) {
 	}
 	if p := read(t, dir, site.Workloads[0].File); !strings.Contains(p, `<p class="cost">Cost: 2 runs of the job, 3m1s of wall time, 24.1 GPU-minutes.</p>`) {
 		t.Errorf("workload page lacks the runs' cost:\n%s", p)
+	}
+}
+
+// A run stored with a busy host is marked disturbed in the runs table and
+// on its page; a quiet one and one stored before host sampling are not.
+func TestDisturbedRuns(t *testing.T) {
+	an := doc(t, resnet+"num_workers_4/worker0.1623213129365.pt.trace.json.gz")
+	start := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	cond := func(other float64) []byte {
+		return fmt.Appendf(nil, `{"sampled":false,"not_sampled":"no nvidia-smi","job_gpus_known":false,"host":{"wall_sec":9,"cpus":2,"cpu_pressure":0.97,"steal":0,"other_cpu":%g}}`, other)
+	}
+	var runs []baseline.Run
+	for i, c := range [][]byte{cond(0.02), cond(1.8), nil} {
+		runs = append(runs, baseline.Run{ID: int64(i + 1), Workload: "w", Branch: "main", Commit: "c" + strconv.Itoa(i), Created: start.Add(time.Duration(i) * time.Hour),
+			Kind: "baseline", FingerprintHash: "fpA", Analysis: an, Conditions: c})
+	}
+	dir := t.TempDir()
+	site, err := Write(dir, runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := read(t, dir, site.Workloads[0].File)
+	if n := strings.Count(page, `busy: left out of time metrics`); n != 1 {
+		t.Errorf("runs table marks %d runs busy, want 1 (run 2)", n)
+	}
+	want := "DISTURBED, left out of the time metrics of comparisons: the host was busy: other processes used 1.8 of 2 CPUs, CPU pressure 97% during the run"
+	if p := read(t, dir, "run-2.html"); !strings.Contains(p, want) || !strings.Contains(p, "host: other processes used 1.8 of 2 CPUs, CPU pressure 97%, steal 0% (over 9.0s)") {
+		t.Errorf("run-2.html does not say %q and its host line", want)
+	}
+	for _, f := range []string{"run-1.html", "run-3.html"} {
+		if strings.Contains(read(t, dir, f), "DISTURBED") {
+			t.Errorf("%s marked disturbed", f)
+		}
+	}
+	// Margins of 100% turn the test off.
+	off := gate.HostMargins{OtherCPU: 1, CPUPressure: 1, PressureOther: 1, Steal: 1, Throttled: 1}
+	dir = t.TempDir()
+	if site, err = Write(dir, runs, Options{Host: &off}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(read(t, dir, site.Workloads[0].File), "busy: left out") {
+		t.Errorf("margins of 100%%: a run is still marked busy")
 	}
 }
