@@ -404,7 +404,10 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		StepPicture: picture}
 	for _, m := range rep.Metrics {
 		if am, ok := analysis.MetricByName(m.Name); ok {
-			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(gate.Samples(oc.Base, am)), Candidate: finiteRuns(gate.Samples(oc.Cand, am))}
+			// The runs the gate judged: a time metric leaves out the
+			// runs whose host was busy.
+			base, cand := rep.JudgedRuns(am, oc.Base, oc.Cand)
+			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(gate.Samples(base, am)), Candidate: finiteRuns(gate.Samples(cand, am))}
 		}
 	}
 	if len(rep.Metrics) == 0 {

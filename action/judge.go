@@ -112,6 +112,9 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 	if len(absent) > 0 {
 		rep.Warnings = append(rep.Warnings, gate.AbsentGateWarnings(rep, gate.Gates(opt))...)
 	}
+	// Time metrics with disturbed runs get their note, or no verdict, as
+	// the run gave them (gate.Compare; the samples are the quiet runs').
+	rep.ReapplyHost()
 	rederive(rep)
 	return nil
 }

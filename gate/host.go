@@ -174,3 +174,55 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 	}
 	r.Reason = fmt.Sprintf("no time verdict: %s; rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", strings.Join(sides, ", and "))
 }
+
+// JudgedRuns are the runs of each side that a metric was judged on:
+// for a time metric of a report with disturbed runs, the quiet ones
+// (every run when a side has none left: the metric then has no verdict);
+// every run otherwise. The Action stores the samples of these runs, so
+// that judging them again (Rejudge) judges what the gate judged.
+func (r *Report) JudgedRuns(m analysis.Metric, base, cand []Run) ([]Run, []Run) {
+	if r.HostBusy == nil || !IsTime(m) {
+		return base, cand
+	}
+	qb, qc := r.HostBusy.quietRuns(base, cand, r.SampleUnit == stats.UnitPair)
+	if len(qb) == 0 || len(qc) == 0 {
+		return base, cand
+	}
+	return qb, qc
+}
+
+// ReapplyHost gives the time metrics of a report judged again from its
+// samples (Rejudge) what Compare gave them for disturbed runs: the note,
+// or no verdict when a side had no quiet run. The overall verdict is the
+// caller's to derive again.
+func (r *Report) ReapplyHost() {
+	if r.HostBusy == nil {
+		return
+	}
+	// The runs each side had (Side.Runs): Disturbed may list fewer.
+	busy := func(rs []string, i int) bool { return i < len(rs) && rs[i] != "" }
+	qb, qc := 0, 0
+	if r.SampleUnit == stats.UnitPair {
+		for i := range min(r.Baseline.Runs, r.Candidate.Runs) {
+			if !busy(r.HostBusy.Base, i) && !busy(r.HostBusy.Cand, i) {
+				qb, qc = qb+1, qc+1
+			}
+		}
+	} else {
+		for i := range r.Baseline.Runs {
+			if !busy(r.HostBusy.Base, i) {
+				qb++
+			}
+		}
+		for i := range r.Candidate.Runs {
+			if !busy(r.HostBusy.Cand, i) {
+				qc++
+			}
+		}
+	}
+	for i, res := range r.Metrics {
+		if m, ok := analysis.MetricByName(res.Name); ok && IsTime(m) {
+			hostBusyResult(&r.Metrics[i], *r.HostBusy, qb, qc)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -103,4 +104,41 @@ func containsPrefix(xs []string, p string) bool {
 		}
 	}
 	return false
+}
+
+// The Action judges an artifact again from the samples it stored: those
+// of the runs the gate judged (JudgedRuns), then ReapplyHost. A
+// candidate slowed by a busy host stays without a time verdict, and a
+// disturbed baseline run stays out.
+func TestRejudgeDisturbed(t *testing.T) {
+	busy := "the host was busy: other processes used 1.8 of 2 CPUs during the run"
+	rejudge := func(base, cand []Run, d Disturbed) *Report {
+		t.Helper()
+		rep := Compare(base, cand, Options{Disturbed: d})
+		for i, m := range rep.Metrics {
+			am, _ := analysis.MetricByName(m.Name)
+			b, c := rep.JudgedRuns(am, base, cand)
+			r, err := Rejudge(m, Samples(b, am), Samples(c, am), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep.Metrics[i] = r
+		}
+		rep.ReapplyHost()
+		rep.Verdict = stats.Overall(rep.Metrics)
+		return rep
+	}
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	rep := rejudge(base, []Run{synthetic(t, 20, 160, 0, 5)}, Disturbed{Cand: []string{busy}})
+	if st := rep.metric("step_time"); st.Verdict != stats.Inconclusive || !strings.Contains(st.Reason, "no time verdict") || rep.Verdict == stats.Regression {
+		t.Errorf("rejudged disturbed candidate: step_time %s %q, overall %s; want inconclusive, no regression", st.Verdict, st.Reason, rep.Verdict)
+	}
+	// A baseline whose third run ran on a busy host 3× slower: judged
+	// again, the candidate (as fast as the quiet runs) is no improvement
+	// and is judged against 2 runs.
+	slowBase := append(syntheticRuns(t, 2, 20, 100, 0, 5), synthetic(t, 20, 300, 0, 5))
+	rep = rejudge(slowBase, syntheticRuns(t, 3, 20, 100, 0, 5), Disturbed{Base: []string{"", "", busy}})
+	if st := rep.metric("step_time"); st.Baseline.Runs != 2 || st.Verdict == stats.Improvement || !containsPrefix(st.Notes, "1 baseline and 0 candidate run(s) left out") {
+		t.Errorf("rejudged with a disturbed baseline run: step_time over %d baseline runs, %s, notes %q; want 2, no improvement, the note", st.Baseline.Runs, st.Verdict, st.Notes)
+	}
 }
