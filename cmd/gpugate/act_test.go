@@ -146,6 +146,10 @@ func TestActionUnderAct(t *testing.T) {
 	demo, _ := os.ReadFile(filepath.Join(root, "examples/demo/perf.yaml"))
 	// The refresh records repeat runs: 3, so that the store holds them.
 	actCfg := strings.Replace(strings.Replace(string(demo), "runs: 5", "runs: 3", 1), "repeat: 1", "repeat: 3", 1)
+	// The Action's path is this test's subject, not the host's load
+	// (run_demo_host tests that): every run counts for the time metrics,
+	// disturbed or not (docs/verdicts.md §5c).
+	actCfg += "host:\n  other_cpu: 100%\n  cpu_pressure: 100%\n"
 	write("examples/demo/perf-act.yaml", actCfg)
 	steps := `      - uses: actions/checkout@v4
       - id: gpugate
