@@ -242,12 +242,12 @@ else gpugate's).`,
 				return enc.Encode(rows)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\tsteps\tmean step ms\thost")
+			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\thost\tsteps\tmean step ms")
 			var busy []string
 			for _, x := range rows {
 				// To the second: the runs of one refresh are seconds apart.
 				created := strings.Replace(strings.TrimSuffix(x.Created, "Z"), "T", " ", 1)
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%s\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), x.Steps, x.StepTimeMs, cmp.Or(x.Host, "-"))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), cmp.Or(x.Host, "-"), x.Steps, x.StepTimeMs)
 				if x.HostBusy != "" {
 					busy = append(busy, fmt.Sprintf("run %d: %s", x.ID, x.HostBusy))
 				}

@@ -109,6 +109,9 @@ func TestOneStoryNumbers(t *testing.T) {
 	}
 	listed := map[string]float64{}
 	for _, l := range strings.Split(strings.TrimSpace(o.String()), "\n")[1:] {
+		if l == "" { // the disturbed runs' list follows the table
+			break
+		}
 		f := strings.Fields(l)
 		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 		listed[f[0]] = v
