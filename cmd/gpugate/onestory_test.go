@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/dashboard"
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/ghfake"
 	"github.com/gpugate/gpugate/report"
@@ -132,6 +133,39 @@ func TestOneStoryNumbers(t *testing.T) {
 		id := strconv.Itoa(i + 1)
 		if math.Abs(listed[id]-h.step) > 0.00501 || math.Abs(shown[i]-h.step) > 0.000501 { // their rounding to 2 and 3 decimals
 			t.Errorf("run %s: list %.2f, show %.3f, by hand %.4f ms: want the same step time", id, listed[id], shown[i], h.step)
+		}
+	}
+	// The dashboard built from the same store: each baseline run's point
+	// on the step-time and sync-calls charts is that run's value (its
+	// label prints it as num does: 4 significant digits here).
+	ddir := t.TempDir()
+	if code := gpugate(context.Background(), []string{"dashboard", "-db", db, "-out", ddir}, &o, &e); code != 0 {
+		t.Fatalf("dashboard: %d %s", code, e.String())
+	}
+	page, err := os.ReadFile(filepath.Join(ddir, dashboard.WorkloadFile("resnet")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		metric string
+		of     func(hand) float64
+	}{{"step_time", func(h hand) float64 { return h.step }}, {"sync_calls", func(h hand) float64 { return h.syncs }}} {
+		i := bytes.Index(page, []byte(`aria-label="`+c.metric+` over runs"`))
+		if i < 0 {
+			t.Fatalf("dashboard: no %s chart", c.metric)
+		}
+		chart := page[i:]
+		chart = chart[:bytes.Index(chart, []byte("</svg>"))]
+		for k, h := range runs {
+			m := regexp.MustCompile(`data-run="` + strconv.Itoa(k+1) + `"[^>]*data-label="run ` + strconv.Itoa(k+1) + ` [^"]*: ([0-9.]+) `).FindSubmatch(chart)
+			if m == nil {
+				t.Errorf("dashboard %s chart: no point of run %d", c.metric, k+1)
+				continue
+			}
+			got, _ := strconv.ParseFloat(string(m[1]), 64)
+			if want := c.of(h); math.Abs(got-want) > 0.0051*math.Max(1, want/10) {
+				t.Errorf("dashboard %s chart, run %d: %s, by hand %.4f: want the run's value", c.metric, k+1, m[1], want)
+			}
 		}
 	}
 	if math.Abs(runs[0].step-runs[1].step) < 1 {
