@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/newfile"
 )
 
 // The evidence folder is uploaded as an artifact, and the job under test
@@ -22,7 +23,7 @@ import (
 // planted files and symlinks (traces/x.nsys-rep → /etc/shadow) were
 // uploaded. So the folder is made only after the job has ended, anew and
 // private (freshDir), files are created there with O_EXCL|O_NOFOLLOW
-// (createExcl), and only regular files that gpugate wrote or read are
+// (newfile.Create), and only regular files that gpugate wrote or read are
 // copied in, opened with O_NOFOLLOW (evidenceFiles, gatherEvidence).
 
 // freshDir makes dir anew, mode 0700, after the job has ended: whatever
@@ -80,25 +81,6 @@ func ownDir(p string) error {
 		return fmt.Errorf("%s is not a folder of this user", p)
 	}
 	return nil
-}
-
-// createExcl creates a new file for evidence: never an existing one, never
-// through a symlink.
-func createExcl(p string) (*os.File, error) {
-	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-}
-
-// writeExcl writes data to a new file p (createExcl).
-func writeExcl(p string, data []byte) error {
-	f, err := createExcl(p)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // evidenceFiles are the files of a run's folder that may go into the
@@ -221,7 +203,7 @@ func copyFile(src, dst string, gz bool) (int64, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return 0, err
 	}
-	out, err := createExcl(dst)
+	out, err := newfile.Create(dst)
 	if err != nil {
 		return 0, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/internal/newfile"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
@@ -428,7 +429,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	report.WriteCompareJSON(&js, rep)
 	resJSON, _ := json.MarshalIndent(res, "", "  ")
 	for name, data := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "gpugate-result.json": resJSON} {
-		if err := writeExcl(filepath.Join(art, name), data); err != nil {
+		if err := newfile.Write(filepath.Join(art, name), data); err != nil {
 			return "", digests, err
 		}
 	}
