@@ -407,8 +407,9 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 		if am, ok := analysis.MetricByName(m.Name); ok {
 			// The runs the gate judged: a time metric leaves out the
 			// runs whose host was busy.
-			base, cand := rep.JudgedRuns(am, oc.Base, oc.Cand)
-			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(gate.Samples(base, am)), Candidate: finiteRuns(gate.Samples(cand, am))}
+			// Step time from the timing runs when the gate judged it so.
+			base, cand := rep.JudgedSamples(am, oc.Base, oc.Cand, oc.BaseTiming, oc.CandTiming)
+			res.Samples[m.Name] = MetricSamples{Baseline: finiteRuns(base), Candidate: finiteRuns(cand)}
 		}
 	}
 	if len(rep.Metrics) == 0 {

@@ -82,7 +82,12 @@ type Workload struct {
 	// ms, matched against the job's output in an unprofiled timing pass
 	// (profiler: none).
 	StepLog string `yaml:"step_log"`
-	Nsys    Nsys   `yaml:"nsys"`
+	// ProfilerTiming judges step time on the profiled runs, as gpugate
+	// did before timing runs (docs/verdicts.md §5d): no timing runs are
+	// made. Off by default: step time comes from timing runs, the same
+	// job without a profiler, its steps timed by gpugate's step hook.
+	ProfilerTiming bool `yaml:"profiler_timing"`
+	Nsys           Nsys `yaml:"nsys"`
 	// DeepDive, when set, reruns the job under Nsight Compute on the
 	// kernels that regressed (opt-in).
 	DeepDive *DeepDive `yaml:"deep_dive"`

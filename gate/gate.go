@@ -38,6 +38,9 @@ type Options struct {
 	// Disturbed are the runs whose host was busy (HostBusy): they are
 	// left out of the time metrics.
 	Disturbed Disturbed
+	// Timing are both sides' timing runs: step time (TimedMetrics) is
+	// judged on them when both sides have some. Nil: on the profiled runs.
+	Timing *TimingRuns
 }
 
 // DefaultGate is what gates when perf.yaml says nothing: the step's health
@@ -181,6 +184,11 @@ type Report struct {
 	// Cost is what the check spent: runs made and their wall time and
 	// GPU-seconds (cost.go); omitted where no job ran (compare).
 	Cost *Cost `json:"cost,omitempty"`
+	// Timing says which metrics were judged on timing runs (no
+	// profiler) and which on profiled runs, and how many of each;
+	// omitted when step time was judged on profiled runs by choice
+	// (perf.yaml profiler_timing: true).
+	Timing *Timing `json:"timing,omitempty"`
 	// Recorded is the branch whose baseline the candidate runs were
 	// recorded as (baseline refresh, run -record-baseline): the verdict is
 	// no-baseline, as nothing was compared, and the recording is a
@@ -203,6 +211,10 @@ type Sampling struct {
 	MinRuns int  `json:"min_runs,omitempty"`
 	MaxRuns int  `json:"max_runs,omitempty"`
 	Fixed   bool `json:"fixed"` // a fixed number of pairs, one look
+	// Profiled is how many of the runs (pairs) were also profiled, when
+	// step time came from timing runs and the profiled runs were fewer
+	// (timing.go); 0 otherwise.
+	Profiled int `json:"profiled,omitempty"`
 	// LookAlpha is the level of each look's interval (α over the looks).
 	LookAlpha float64  `json:"look_alpha"`
 	BudgetSec float64  `json:"budget_sec"` // 0: none
@@ -221,6 +233,13 @@ func (s *Sampling) String() string {
 	out := fmt.Sprintf("sampling: %d pair(s) of about %.0fs each, order %s; stopped: %s", s.Pairs, s.PairSec, strings.Join(s.Order, " "), s.Stopped)
 	if s.Unit == stats.UnitRun {
 		out = fmt.Sprintf("sampling (repeat: auto): %d candidate run(s) of about %.0fs each, a look after each at α=%.3g; stopped: %s", s.Runs, s.RunSec, s.LookAlpha, s.Stopped)
+	}
+	if s.Profiled > 0 {
+		unit := "pair(s)"
+		if s.Unit == stats.UnitRun {
+			unit = "run(s)"
+		}
+		out += fmt.Sprintf("; %d of the %s also profiled (the others timed only)", s.Profiled, unit)
 	}
 	if s.Advice != "" {
 		out += "; " + s.Advice
@@ -342,6 +361,12 @@ func Compare(base, cand []Run, opt Options) *Report {
 		Mismatch: []string{}, Warnings: []string{}, Findings: []Finding{}}
 	gates := Gates(opt)
 	busy := opt.Disturbed.any()
+	tim := opt.Timing
+	useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0
+	leftOut := "step_time and the other times"
+	if useTiming {
+		leftOut = "the times from the traces; step_time comes from the timing runs"
+	}
 	quietBase, quietCand := opt.Disturbed.quietRuns(base, cand, opt.Thresholds.Paired)
 	if busy {
 		rep.HostBusy = &opt.Disturbed
@@ -350,17 +375,61 @@ func Compare(base, cand []Run, opt Options) *Report {
 			runs []string
 		}{{"baseline", opt.Disturbed.Base}, {"candidate", opt.Disturbed.Cand}} {
 			for _, b := range Busy(side.runs) {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: left out of the time metrics (step_time and the other times)", side.name, b))
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: left out of the time metrics (%s)", side.name, b, leftOut))
 			}
+		}
+	}
+	if tim != nil {
+		rep.Timing = &Timing{BaseRuns: len(tim.Base), CandRuns: len(tim.Cand), BaseProfiled: len(base), CandProfiled: len(cand), Clock: clocks(tim.Base, tim.Cand)}
+		if useTiming {
+			rep.Timing.Metrics = slices.Clone(TimedMetrics)
+			if d := tim.disturbed(); d.any() {
+				rep.Timing.Disturbed = &d
+				for _, side := range []struct {
+					name string
+					runs []string
+				}{{"baseline", d.Base}, {"candidate", d.Cand}} {
+					for _, b := range Busy(side.runs) {
+						rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s timing %s: left out of step_time", side.name, b))
+					}
+				}
+			}
+		} else {
+			why := tim.Why
+			switch {
+			case why != "":
+			case len(tim.Base) == 0 && len(tim.Cand) == 0:
+				why = "neither side has timing runs"
+			case len(tim.Base) == 0:
+				why = "the baseline has no timing runs (recorded before gpugate made timing runs, or with profiler_timing: true); gpugate baseline refresh records them"
+			default:
+				why = "the candidate has no timing runs"
+			}
+			rep.Timing.Note = why + ": step time is judged on the profiled runs of both sides, profiler overhead included"
+			rep.Warnings = append(rep.Warnings, "step_time: "+rep.Timing.Note)
 		}
 	}
 	for _, m := range analysis.Metrics {
 		b, c := base, cand
-		timeBusy := busy && IsTime(m)
+		timed := useTiming && IsTimed(m.Name)
+		timeBusy := busy && IsTime(m) && !timed
 		if timeBusy && len(quietBase) > 0 && len(quietCand) > 0 {
 			b, c = quietBase, quietCand
 		}
 		bs, cs := samples(b, m, &rep.Warnings), samples(c, m, &rep.Warnings)
+		if timed {
+			allow, minAbs := DefaultAllowance(m)
+			if a, ok := opt.Allowances[m.Name]; ok {
+				allow = a
+			}
+			if a, ok := opt.MinAbs[m.Name]; ok {
+				minAbs = a
+			}
+			rep.Metrics = append(rep.Metrics, rep.compareTimed(stats.Spec{
+				Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
+			}, tim, opt.Thresholds))
+			continue
+		}
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
@@ -181,7 +182,7 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 // every run otherwise. The Action stores the samples of these runs, so
 // that judging them again (Rejudge) judges what the gate judged.
 func (r *Report) JudgedRuns(m analysis.Metric, base, cand []Run) ([]Run, []Run) {
-	if r.HostBusy == nil || !IsTime(m) {
+	if r.HostBusy == nil || !IsTime(m) || r.timed(m.Name) {
 		return base, cand
 	}
 	qb, qc := r.HostBusy.quietRuns(base, cand, r.SampleUnit == stats.UnitPair)
@@ -196,6 +197,7 @@ func (r *Report) JudgedRuns(m analysis.Metric, base, cand []Run) ([]Run, []Run) 
 // or no verdict when a side had no quiet run. The overall verdict is the
 // caller's to derive again.
 func (r *Report) ReapplyHost() {
+	r.reapplyTimingHost()
 	if r.HostBusy == nil {
 		return
 	}
@@ -221,8 +223,27 @@ func (r *Report) ReapplyHost() {
 		}
 	}
 	for i, res := range r.Metrics {
-		if m, ok := analysis.MetricByName(res.Name); ok && IsTime(m) {
+		if m, ok := analysis.MetricByName(res.Name); ok && IsTime(m) && !r.timed(m.Name) {
 			hostBusyResult(&r.Metrics[i], *r.HostBusy, qb, qc)
+		}
+	}
+}
+
+// timed reports whether r judged metric name on timing runs.
+func (r *Report) timed(name string) bool {
+	return r.Timing != nil && slices.Contains(r.Timing.Metrics, name)
+}
+
+// reapplyTimingHost is ReapplyHost for the metrics judged on timing runs.
+func (r *Report) reapplyTimingHost() {
+	if r.Timing == nil || r.Timing.Disturbed == nil {
+		return
+	}
+	d := *r.Timing.Disturbed
+	qb, qc := d.quietIdx(r.Timing.BaseRuns, r.Timing.CandRuns, r.SampleUnit == stats.UnitPair)
+	for i, res := range r.Metrics {
+		if r.timed(res.Name) {
+			hostBusyResult(&r.Metrics[i], d, len(qb), len(qc))
 		}
 	}
 }

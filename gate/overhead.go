@@ -35,6 +35,10 @@ type Overhead struct {
 	ProfiledP90   float64 `json:"profiled_p90_ms"`
 	UnprofiledP10 float64 `json:"unprofiled_p10_ms"`
 	UnprofiledP90 float64 `json:"unprofiled_p90_ms"`
+	// Source says what was compared when it is not the job's own log of
+	// a profiled and an unprofiled pass: "the profiled runs' traces
+	// against the timing runs" (pipeline, timing runs).
+	Source string `json:"source,omitempty"`
 }
 
 // NewOverhead measures the profiler's cost from the step times (ms) of each

@@ -9,12 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/denyenv"
+	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
@@ -222,9 +226,26 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 	var order []string
 	var iso Execution // the jobs' isolation, for the report
 	var rep *gate.Report
+	// Timing runs (timing.go): each pair is a timing run of each side,
+	// and also a profiled run of each while the profiled runs' metrics
+	// need them (the first MinPairs pairs, then while one of them is
+	// undecided; every pair of a fixed plan).
+	timing := &Execution{Timed: plans["base"].timing()}
+	var baseTiming, headTiming []gate.TimingRun
+	timingOn := func() bool { return timing.Timed && timing.TimingWhy == "" }
+	pairsMade := func() int {
+		if timingOn() {
+			return len(baseTiming)
+		}
+		return len(baseRuns)
+	}
 	judge := func() *gate.Report {
+		var t *gate.TimingRuns
+		if timing.Timed {
+			t = &gate.TimingRuns{Base: baseTiming, Cand: headTiming, Margins: HostMargins(c), Why: timing.TimingWhy}
+		}
 		r := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c),
-			Thresholds: stats.Thresholds{Alpha: plan.LookAlpha(), Paired: true}, Disturbed: disturbed(c, baseConds, headConds)})
+			Thresholds: stats.Thresholds{Alpha: plan.LookAlpha(), Paired: true}, Disturbed: disturbed(c, baseConds, headConds), Timing: t})
 		applyConditions(r, baseConds, headConds)
 		return r
 	}
@@ -237,15 +258,53 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 	var measured time.Duration // wall time of the measured pairs
 	stopped := ""
 	for i := first; i <= pairs; i++ {
-		if n := len(baseRuns); n > 0 && !plan.Fixed && plan.Budget > 0 {
+		if n := pairsMade(); n > 0 && !plan.Fixed && plan.Budget > 0 {
 			if mean := measured / time.Duration(n); time.Since(start)+mean > plan.Budget {
 				stopped = fmt.Sprintf("budget spent: %d pair(s) in %s, and another (about %s) would pass the %s budget", n, time.Since(start).Round(time.Second), mean.Round(time.Second), plan.Budget)
 				break
 			}
 		}
 		pairStart := time.Now()
+		if timingOn() {
+			for _, s := range pairOrder(i, &base, &head) {
+				tag := strings.ToUpper(s.Name[:1]) + fmt.Sprint(i)
+				if i == 0 {
+					tag += "*"
+				}
+				runStart := time.Now()
+				once, err := plans[s.Name].RunTiming(ctx, filepath.Join(o.Out, fmt.Sprintf("%s%d-timing", s.Name, i)))
+				if err != nil {
+					return nil, fmt.Errorf("ab %s timing run %d: %w", s.Name, i, err)
+				}
+				spent.Add(time.Since(runStart))
+				order = append(order, tag)
+				iso.noteIsolation(once)
+				if once.Timing == nil {
+					timing.TimingWhy, baseTiming, headTiming = once.TimingWhy, nil, nil
+					fmt.Fprintf(o.Log, "gpugate: warning: ab %s: %s; step time is judged on the profiled runs\n", s.Name, once.TimingWhy)
+					break
+				}
+				fmt.Fprintf(o.Log, "gpugate: ab %s %s %s: timing run, %d steps, median %.2f ms (no profiler, timed by %s) in %.1fs\n", tag, s.Name, Short(s.Commit),
+					len(once.Timing.StepMs), analysis.Summarize(once.Timing.StepMs).Median, escape.Terminal(once.Timing.Clock), once.Duration.Seconds())
+				if i == 0 {
+					continue
+				}
+				if s.Name == "base" {
+					baseTiming = append(baseTiming, *once.Timing)
+				} else {
+					headTiming = append(headTiming, *once.Timing)
+				}
+			}
+		}
+		profile := !timingOn() || (i > 0 && (plan.Fixed || i <= plan.MinPairs || needsProfiles(rep)))
 		for _, s := range pairOrder(i, &base, &head) {
+			if !profile {
+				break
+			}
 			tag := strings.ToUpper(s.Name[:1]) + fmt.Sprint(i)
+			if timingOn() {
+				tag += "p"
+			}
 			label := fmt.Sprintf("%s (pair %d, %s first)", tag, i, pairOrder(i, &base, &head)[0].Name)
 			if i == 0 {
 				tag, label = tag+"*", tag+" (warm-up, discarded)"
@@ -278,7 +337,7 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 			continue
 		}
 		rep = judge()
-		fmt.Fprintf(o.Log, "gpugate: ab look after %d pair(s) (α=%.3g): %s\n", i, plan.LookAlpha(), rep.Verdict)
+		fmt.Fprintf(o.Log, "gpugate: ab look after %d pair(s) (α=%.3g): %s\n", pairsMade(), plan.LookAlpha(), rep.Verdict)
 		if rep.Verdict != stats.Inconclusive {
 			stopped = fmt.Sprintf("decided after %d pair(s): %s", i, rep.Verdict)
 			break
@@ -288,19 +347,29 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 		rep = judge()
 	}
 	if stopped == "" {
-		stopped = fmt.Sprintf("%d pair(s), the most planned", len(baseRuns))
+		stopped = fmt.Sprintf("%d pair(s), the most planned", pairsMade())
 		if plan.Fixed {
-			stopped = fmt.Sprintf("%d pair(s), fixed (ab.pairs / -pairs)", len(baseRuns))
+			stopped = fmt.Sprintf("%d pair(s), fixed (ab.pairs / -pairs)", pairsMade())
 		}
 	}
-	smp := &gate.Sampling{Unit: stats.UnitPair, Pairs: len(baseRuns), MaxPairs: plan.MaxPairs, MinPairs: plan.MinPairs, Fixed: plan.Fixed, LookAlpha: plan.LookAlpha(),
+	smp := &gate.Sampling{Unit: stats.UnitPair, Pairs: pairsMade(), MaxPairs: plan.MaxPairs, MinPairs: plan.MinPairs, Fixed: plan.Fixed, LookAlpha: plan.LookAlpha(),
 		BudgetSec: plan.Budget.Seconds(), WallSec: time.Since(start).Seconds(), Order: order, Stopped: stopped}
-	if len(baseRuns) > 0 {
-		smp.PairSec = measured.Seconds() / float64(len(baseRuns))
+	if pairsMade() > 0 {
+		smp.PairSec = measured.Seconds() / float64(pairsMade())
 	}
 	if need := moreNeeded(rep); need > 0 && smp.PairSec > 0 {
 		smp.Advice = fmt.Sprintf("about %d more pair(s) would settle it, about %.0f more minute(s) of this machine: -max-pairs %d -budget %s",
-			need, math.Ceil(float64(need)*smp.PairSec/60), len(baseRuns)+need, (time.Duration(smp.WallSec+float64(need)*smp.PairSec*1.2)*time.Second).Round(time.Minute)+time.Minute)
+			need, math.Ceil(float64(need)*smp.PairSec/60), pairsMade()+need, (time.Duration(smp.WallSec+float64(need)*smp.PairSec*1.2)*time.Second).Round(time.Minute)+time.Minute)
+	}
+	if timingOn() && len(baseRuns) < pairsMade() {
+		smp.Profiled = len(baseRuns)
+	}
+	if timingOn() {
+		var ov Execution
+		ov.Runs, ov.Timing = append(slices.Clone(baseRuns), headRuns...), append(slices.Clone(baseTiming), headTiming...)
+		if rep.Overhead = timingOverhead(&ov); rep.Overhead != nil {
+			fmt.Fprintf(o.Log, "gpugate: profiling overhead %s\n", report.OverheadText(rep.Overhead))
+		}
 	}
 	rep.Sampling = smp
 	rep.Noise += "; " + smp.String()
@@ -319,8 +388,9 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 		rep.DeepDive = abDeepDive(ctx, o, rep, plans["base"], plans["head"], o.Out, &spent)
 	}
 	rep.Cost = spent.Cost(plans["head"].FP.GPUCount)
-	desc := fmt.Sprintf("A/B: %s@%s, %d run(s) interleaved with head", o.Base, Short(base.Commit), len(baseRuns))
-	return &Outcome{Workload: w.Name, Report: rep, Base: baseRuns, Cand: headRuns, Fingerprint: plans["head"].FP, Baseline: desc}, nil
+	desc := fmt.Sprintf("A/B: %s@%s, %d run(s) interleaved with head", o.Base, Short(base.Commit), pairsMade())
+	return &Outcome{Workload: w.Name, Report: rep, Base: baseRuns, Cand: headRuns, Fingerprint: plans["head"].FP, Baseline: desc,
+		BaseTiming: baseTiming, CandTiming: headTiming}, nil
 }
 
 // pairOrder is the order of pair i: base first in odd pairs (and the

@@ -21,9 +21,14 @@ const AutoAlpha = DefaultABAlpha
 // sampleRuns is repeat: auto. ex holds the first candidate run; after each
 // run it compares ex with the baseline at the look's level and stops at a
 // settled verdict, at the workload's max_runs, or when another run, at the
-// mean run time so far, would end past its budget. record stores each new
-// run as it is made. The report says how many runs were needed and why
-// sampling stopped.
+// mean run time so far, would end past its budget. With timing runs
+// (timing.go) each further run is a timing run, and a profiled run is
+// added only while a gate metric judged on the profiled runs is
+// undecided: counts barely vary, step time does. record stores each new
+// profiled run as it is made, with the timing runs made by then (a
+// candidate's timing runs after its last profiled run are not stored:
+// only baseline runs, recorded by Execute, are judged against). The report
+// says how many runs were needed and why sampling stopped.
 func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, record func() error) (*gate.Report, error) {
 	o, w := p.o, p.o.Workload
 	lookAlpha := AutoAlpha / float64(w.MaxRuns)
@@ -36,7 +41,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		if rep, err = Compare(o.Config, sel, ex, time.Now(), stats.Thresholds{Alpha: lookAlpha, AutoAlpha: AutoAlpha, AutoMaxRuns: w.MaxRuns}); err != nil {
 			return nil, err
 		}
-		n := len(ex.Runs)
+		n := p.runsMade(ex)
 		fmt.Fprintf(o.Log, "gpugate: look after %d run(s) against %d baseline run(s) (α=%.3g): %s\n", n, len(sel.Runs), lookAlpha, rep.Verdict)
 		if rep.Verdict != stats.Inconclusive {
 			stopped = fmt.Sprintf("decided after %d run(s): %s", n, rep.Verdict)
@@ -61,27 +66,44 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 			}
 			break
 		}
-		start := time.Now()
-		once, err := p.RunOnce(ctx, p.runDir(ex.Out, n+1))
-		if err != nil {
-			return nil, fmt.Errorf("repeat: auto, run %d: %w", n+1, err)
+		start, profiled := time.Now(), false
+		if !p.timingOn(ex) || needsProfiles(rep) {
+			once, err := p.RunOnce(ctx, p.runDir(ex.Out, n+1))
+			if err != nil {
+				return nil, fmt.Errorf("repeat: auto, run %d: %w", n+1, err)
+			}
+			if once.Run == nil {
+				return nil, fmt.Errorf("repeat: auto, run %d: nothing was profiled", n+1)
+			}
+			ex.add(once, 0)
+			p.logRun(once, n+1, of)
+			ex.Spent.Add(time.Since(start))
+			profiled = true
 		}
-		if once.Run == nil {
-			return nil, fmt.Errorf("repeat: auto, run %d: nothing was profiled", n+1)
+		if p.timingOn(ex) {
+			if _, err := p.timeOnce(ctx, ex, n+1); err != nil {
+				return nil, fmt.Errorf("repeat: auto, run %d: %w", n+1, err)
+			}
 		}
-		ex.add(once, 0)
-		p.logRun(once, n+1, of)
-		if err := record(); err != nil {
-			return nil, err
+		if profiled {
+			if err := record(); err != nil {
+				return nil, err
+			}
 		}
-		ex.RunTime += time.Since(start) // the job, its analysis and its record
-		ex.Spent.Add(time.Since(start))
+		ex.RunTime += time.Since(start) // the jobs and their analysis
 	}
-	n := len(ex.Runs)
+	if p.timing() {
+		ex.Overhead = timingOverhead(ex)
+		rep.Overhead = ex.Overhead
+	}
+	n := p.runsMade(ex)
 	smp := &gate.Sampling{Unit: stats.UnitRun, Runs: n, MaxRuns: w.MaxRuns, MinRuns: 1, LookAlpha: lookAlpha,
 		BudgetSec: budget.Seconds(), WallSec: time.Since(ex.Start).Seconds(), Stopped: stopped}
 	for i := 1; i <= n; i++ {
 		smp.Order = append(smp.Order, fmt.Sprintf("R%d", i))
+	}
+	if p.timingOn(ex) && len(ex.Runs) < n {
+		smp.Profiled = len(ex.Runs)
 	}
 	smp.RunSec = ex.RunTime.Seconds() / float64(n)
 	if need := moreNeeded(rep); need > 0 && smp.RunSec > 0 {
@@ -96,6 +118,15 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		fmt.Fprintf(o.Log, "gpugate: %s\n", smp.Advice)
 	}
 	return rep, nil
+}
+
+// runsMade is how many candidate runs ex has made: its timing runs, or
+// its profiled runs when it makes none.
+func (p *Plan) runsMade(ex *Execution) int {
+	if p.timing() && ex.TimingWhy == "" {
+		return len(ex.Timing)
+	}
+	return len(ex.Runs)
 }
 
 // needsBaseRuns names the inconclusive gate metrics of an inconclusive

@@ -48,6 +48,10 @@ type Selection struct {
 	// Conditions are the runs' stored run conditions, nil for a run
 	// recorded without.
 	Conditions []*runcond.Conditions
+	// Timing are the timing runs stored with the picked runs
+	// (report.Analysis.TimingRuns), in the order of Runs; none for
+	// runs recorded before gpugate made timing runs.
+	Timing []gate.TimingRun
 	// MedianSteps are the runs' stored median steps (step.svg), nil for
 	// a run stored without one.
 	MedianSteps []*report.StepTimeline
@@ -146,6 +150,7 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		sel.Runs = append(sel.Runs, doc.Results())
 		sel.Conditions = append(sel.Conditions, cond)
 		sel.MedianSteps = append(sel.MedianSteps, doc.MedianStep)
+		sel.Timing = append(sel.Timing, doc.TimingRuns...)
 		sel.Commits = append(sel.Commits, Short(s.Commit))
 		if s.Created.After(sel.Newest) {
 			sel.Newest = s.Created
@@ -295,7 +300,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 		return nil, err
 	}
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th,
-		Disturbed: disturbed(c, sel.Conditions, ex.Conditions)})
+		Disturbed: disturbed(c, sel.Conditions, ex.Conditions), Timing: timingOptions(HostMargins(c), sel.Timing, ex)})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
 	applyIsolation(rep, ex)
@@ -327,8 +332,12 @@ func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) e
 		if i < len(ex.Made) {
 			created = ex.Made[i]
 		}
+		doc, err := withTiming(ex.Docs[i], timingOf(ex, i, len(ex.Docs)))
+		if err != nil {
+			return err
+		}
 		id, err := store.Record(ctx, baseline.Run{Workload: ex.Workload, Branch: m.Branch, Commit: m.Commit, Created: created, Kind: m.Kind, Profiler: ex.Profiler,
-			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: ex.Docs[i], Conditions: cond})
+			FingerprintHash: ex.Fingerprint.Hash(), Fingerprint: fpJSON, Version: m.Version, Analysis: doc, Conditions: cond})
 		if err != nil {
 			return err
 		}
@@ -534,7 +543,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 	}
 	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", escape.Terminal(desc))
-	oc := &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc}
+	oc := &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc, BaseTiming: sel.Timing, CandTiming: ex.Timing}
 	for i, ms := range sel.MedianSteps {
 		if ms != nil {
 			cp := *ms

@@ -91,6 +91,9 @@ type Outcome struct {
 	Workload    string
 	Report      *gate.Report
 	Base, Cand  []gate.Run
+	// BaseTiming and CandTiming are the two sides' timing runs
+	// (timing.go), whose step times the gate judged (Report.Timing).
+	BaseTiming, CandTiming []gate.TimingRun
 	Fingerprint runner.Fingerprint
 	// Baseline describes what was compared with, for people.
 	Baseline string
@@ -143,8 +146,15 @@ type Execution struct {
 	Isolation         string
 	IsolationWarnings []string
 	// Spent counts every run of the job this check made (the profiled
-	// ones, the unprofiled pass, ncu's) and their wall time: its cost.
+	// ones, the timing runs or the unprofiled pass, ncu's) and their wall
+	// time: its cost.
 	Spent Tally
+	// Timed says that timing runs were asked for (timing.go): step time
+	// is judged on Timing, or, when TimingWhy says why there are none, on
+	// the profiled runs.
+	Timed     bool
+	Timing    []gate.TimingRun
+	TimingWhy string
 }
 
 // Tally counts job runs and their wall time, for a report's Cost.
@@ -222,6 +232,8 @@ type Plan struct {
 	// sampleRuns and ab's loop with a simulated job whose noise they
 	// control, thousands of times.
 	job func(ctx context.Context, out string) (*Once, error)
+	// timingJob stands in for a timing run, as job for a profiled one.
+	timingJob func(ctx context.Context, out string) (*Once, error)
 }
 
 // Prepare resolves the workload's profiler and takes the machine's
@@ -292,6 +304,10 @@ type Once struct {
 	// Isolation and IsolationWarnings are runner.Result's.
 	Isolation         string
 	IsolationWarnings []string
+	// Timing is a timing run's timed steps (RunTiming); nil, with
+	// TimingWhy saying why, when it timed none.
+	Timing    *gate.TimingRun
+	TimingWhy string
 }
 
 // RunOnce runs the job once, its artifacts in out, and analyzes its traces.
@@ -378,7 +394,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		o.Out = out
 	}
 	fmt.Fprintf(o.Log, "gpugate: running %s with profiler %s (%s, %d× %s); artifacts in %s\n", w.Name, p.Profiler, escape.Terminal(p.FP.CPU), p.FP.GPUCount, escape.Terminal(p.FP.GPU), escape.Terminal(o.Out))
-	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out, Start: time.Now()}
+	ex := &Execution{Workload: w.Name, Profiler: p.Profiler, Fingerprint: p.FP, Out: o.Out, Start: time.Now(), Timed: p.timing()}
 	// repeat: auto runs once here and again in judge until decided; a
 	// baseline recorded with it gets baseline.runs runs.
 	n, of := p.planned()
@@ -397,6 +413,19 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		}
 		ex.Fingerprint = p.FP // with the versions the job reported (ranks.go)
 		p.logRun(once, i, of)
+		if p.timingOn(ex) {
+			took, err := p.timeOnce(ctx, ex, i)
+			if err != nil {
+				return nil, err
+			}
+			ex.RunTime += took
+		}
+	}
+	if p.timing() {
+		if ex.Overhead = timingOverhead(ex); ex.Overhead != nil {
+			fmt.Fprintf(o.Log, "gpugate: profiling overhead %s\n", report.OverheadText(ex.Overhead))
+		}
+		return ex, nil
 	}
 	if p.Profiler == runner.None || p.stepLog == nil || len(ex.StepTimes) == 0 {
 		return ex, nil

@@ -38,6 +38,12 @@ type Analysis struct {
 	// and a later comparison's step.svg draw it); absent from gpugate
 	// analyze's output.
 	MedianStep *StepTimeline `json:"median_step,omitempty"`
+	// TimingRuns are the timing runs stored with this profiled run
+	// (gate.TimingRun: the same job without a profiler, its steps timed
+	// at the optimizer step): a baseline's step time is judged on them.
+	// Absent from gpugate analyze's output and from runs stored before
+	// gpugate made timing runs.
+	TimingRuns []gate.TimingRun `json:"timing_runs,omitempty"`
 }
 
 // Job is what the runner measured of the job's processes.

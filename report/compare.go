@@ -210,8 +210,18 @@ func meanStepLine(r *gate.Report) string {
 		s += fmt.Sprintf(", %+.1f%%", 100*d.Delta/d.Baseline)
 	}
 	s += "; the arithmetic mean of the run means, on which the parts add up"
+	timed := r.Timing != nil && slices.Contains(r.Timing.Metrics, "step_time")
+	if timed {
+		// The parts are in the traces: the step they add up to is the
+		// profiled runs', profiler overhead included.
+		s += ", of the profiled runs"
+	}
 	if st := stepTime(r); st != nil && d.Baseline > 0 && !math.IsInf(st.DeltaPct, 0) && math.Abs(100*d.Delta/d.Baseline-st.DeltaPct) >= 0.05 {
-		s += fmt.Sprintf("; the table's Δ %+.1f%% is of the geometric means %s → %s", st.DeltaPct, value(st.Baseline.Value, "ms"), value(st.Candidate.Value, "ms"))
+		if timed {
+			s += fmt.Sprintf("; the table's Δ %+.1f%% is of the timing runs' geometric means %s → %s", st.DeltaPct, value(st.Baseline.Value, "ms"), value(st.Candidate.Value, "ms"))
+		} else {
+			s += fmt.Sprintf("; the table's Δ %+.1f%% is of the geometric means %s → %s", st.DeltaPct, value(st.Baseline.Value, "ms"), value(st.Candidate.Value, "ms"))
+		}
 	}
 	return s + ")"
 }
@@ -345,6 +355,9 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	writeNodesMarkdown(w, r.Nodes)
 	writeConditionsMarkdown(w, r.Conditions)
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), text(r.Noise))
+	if t := r.Timing.Text(); t != "" {
+		fmt.Fprintf(w, " Timing: %s.", text(t))
+	}
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, " Profiling overhead %s.", OverheadText(o))
 	}
@@ -485,6 +498,9 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	writeNodesText(w, r.Nodes)
 	WriteConditionsText(w, r.Conditions)
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), escape.Terminal(r.Noise))
+	if t := r.Timing.Text(); t != "" {
+		fmt.Fprintf(w, "timing: %s\n", escape.Terminal(t))
+	}
 	if o := r.Overhead; o != nil {
 		fmt.Fprintf(w, "profiling overhead: %s\n", OverheadText(o))
 	}

@@ -29,6 +29,9 @@ func cause(r *gate.Report) *gate.Finding {
 // one pass to the other.
 func OverheadText(o *gate.Overhead) string {
 	medians := fmt.Sprintf("median step %.2f ms profiled, %.2f ms unprofiled", o.ProfiledMs, o.UnprofiledMs)
+	if o.Source != "" {
+		medians = fmt.Sprintf("median step %.2f ms profiled, %.2f ms in the timing runs", o.ProfiledMs, o.UnprofiledMs)
+	}
 	switch {
 	case o.WithinNoise:
 		return fmt.Sprintf("within noise (%s; the steps' p10–p90 overlap: %.2f–%.2f ms profiled, %.2f–%.2f ms unprofiled)",

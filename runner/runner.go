@@ -86,6 +86,11 @@ type Job struct {
 	// Slurm, when set, runs the job as the tasks of one Slurm job step
 	// (slurm.go).
 	Slurm *Slurm
+	// Timing makes a run of profiler None a timing run: gpugate's step
+	// hook times the steps that a profiled run measures (WarmupSteps,
+	// MeasureSteps) at the optimizer step, with no profiler
+	// (inject/timing/gpugate_timing.py); Result.Timing has them.
+	Timing bool
 }
 
 // Result is what a run produced.
@@ -121,6 +126,8 @@ type Result struct {
 	// namespace: credential files readable; no cgroup: leftovers possible),
 	// for the report.
 	IsolationWarnings []string
+	// Timing are a timing run's timed steps, one per rank (Job.Timing).
+	Timing []RankTiming
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -252,6 +259,19 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		defer os.RemoveAll(tmp)
 		env = append(env, "TMPDIR="+tmp)
 	case None:
+		if job.Timing {
+			dir, err := prepare(out, "timing")
+			if err != nil {
+				return nil, err
+			}
+			env = append(env,
+				"PYTHONPATH="+joinPath(dir, lookup(env, "PYTHONPATH")),
+				"GPUGATE_TIMING=1",
+				"GPUGATE_STEP_LOG=1",
+				"GPUGATE_TIMING_OUT="+filepath.Join(out, timingName),
+				"GPUGATE_JOB_OUT="+filepath.Join(out, jobInfoName),
+				fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+		}
 	default:
 		return nil, fmt.Errorf("unknown profiler %q", job.Profiler)
 	}
@@ -295,11 +315,16 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 	if res.Slurm != nil { // the queue's time is not the run's
 		res.Duration -= res.Slurm.QueueWait
 	}
-	if job.Profiler != None {
+	if job.Profiler != None || job.Timing {
 		res.StepSamples, _ = filepath.Glob(filepath.Join(out, "steps-*.jsonl"))
 		sort.Strings(res.StepSamples)
 		if res.Processes, err = readProcesses(out); err != nil {
 			return res, &Error{Job: job.Name, What: "left an unreadable rank report: " + err.Error(), Log: res.Log}
+		}
+	}
+	if job.Timing {
+		if res.Timing, err = readTimings(out); err != nil {
+			return res, &Error{Job: job.Name, What: "left unreadable step times: " + err.Error(), Log: res.Log}
 		}
 	}
 

@@ -4,6 +4,7 @@
 # never modified. It chains to the sitecustomize it shadows, then loads
 #   gpugate_torchprof (torch.profiler) when GPUGATE_TORCH_PROFILE=1,
 #   gpugate_nvtx (NVTX ranges for nsys) when GPUGATE_NVTX=1,
+#   gpugate_timing (step times, no profiler: a timing run) when GPUGATE_TIMING=1,
 # and does nothing otherwise. Under Slurm (GPUGATE_SLURM=1) it first gives
 # the task the launcher contract from Slurm's own variables: RANK from
 # SLURM_PROCID, WORLD_SIZE from SLURM_NTASKS, LOCAL_RANK from SLURM_LOCALID,
@@ -30,7 +31,7 @@ for _d in sys.path:
             print(f"[gpugate] chained sitecustomize {_cand} failed: {_e}", file=sys.stderr)
         break
 
-if os.environ.get("GPUGATE_TORCH_PROFILE") == "1" or os.environ.get("GPUGATE_NVTX") == "1":
+if "1" in (os.environ.get("GPUGATE_TORCH_PROFILE"), os.environ.get("GPUGATE_NVTX"), os.environ.get("GPUGATE_TIMING")):
     sys.path.insert(0, _here)
     if os.environ.get("GPUGATE_TORCH_PROFILE") == "1":
         import gpugate_torchprof
@@ -40,3 +41,7 @@ if os.environ.get("GPUGATE_TORCH_PROFILE") == "1" or os.environ.get("GPUGATE_NVT
         import gpugate_nvtx
 
         gpugate_nvtx.install()
+    if os.environ.get("GPUGATE_TIMING") == "1":
+        import gpugate_timing
+
+        gpugate_timing.install()

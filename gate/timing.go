@@ -1,0 +1,199 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/runcond"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// TimingRun is one timing run: the job run without a profiler, its steps
+// timed by gpugate's step hook at the optimizer step (or by the job's own
+// step_log). Step time is judged on timing runs, where both sides have
+// them: the profiler's cost grows with the number of ops, so profiled
+// step times are noisier and biased against exactly the changes that add
+// or remove many small kernels. Counts and the explanation come from the
+// profiled runs.
+type TimingRun struct {
+	// StepMs are the timed steps (ms) in order, the ranks combined as
+	// Combine combines a time: the slowest rank's.
+	StepMs []float64 `json:"step_ms"`
+	Ranks  int       `json:"ranks"`
+	// Clock is what timed the steps: "cuda-events", "host" or "step_log"
+	// (runner.Clock*).
+	Clock string `json:"clock"`
+	// Conditions are the timing run's own run conditions (nvidia-smi and
+	// the host): a timing run on a busy host is disturbed as a profiled
+	// run is.
+	Conditions *runcond.Conditions `json:"conditions,omitempty"`
+}
+
+// TimedMetrics are the metrics judged on timing runs: step time. The other
+// time metrics (GPU busy and idle, CPU wait, copies, communication) are
+// what a trace measures and come from the profiled runs.
+var TimedMetrics = []string{"step_time"}
+
+// IsTimed reports whether a metric is judged on timing runs when both
+// sides have them.
+func IsTimed(name string) bool { return slices.Contains(TimedMetrics, name) }
+
+// TimingRuns are the timing runs of both sides (Options.Timing). Nil in
+// Options means step time is judged on the profiled runs (perf.yaml
+// profiler_timing: true, or a comparison of stored results).
+type TimingRuns struct {
+	Base, Cand []TimingRun
+	// Margins judge each timing run's host (HostBusy).
+	Margins HostMargins
+	// Why, when set, says why a side made no timing run although timing
+	// runs were asked for (the step hook timed no step): step time is
+	// then judged on the profiled runs of both sides.
+	Why string
+}
+
+// Timing says in a report which runs each metric came from; omitted when
+// step time was judged on the profiled runs by configuration.
+type Timing struct {
+	// Metrics are judged on timing runs; empty when a side had none (Note
+	// says why) and every metric came from the profiled runs.
+	Metrics []string `json:"metrics"`
+	// BaseRuns and CandRuns are the timing runs (pairs: both the same)
+	// of each side; BaseProfiled and CandProfiled the profiled runs the
+	// other metrics came from.
+	BaseRuns     int    `json:"baseline_runs"`
+	CandRuns     int    `json:"candidate_runs"`
+	BaseProfiled int    `json:"baseline_profiled_runs"`
+	CandProfiled int    `json:"candidate_profiled_runs"`
+	Clock        string `json:"clock"`
+	// Disturbed are the timing runs whose host was busy, by side;
+	// omitted when none was.
+	Disturbed *Disturbed `json:"disturbed,omitempty"`
+	Note      string     `json:"note,omitempty"`
+}
+
+// Text says it in a sentence, for reports.
+func (t *Timing) Text() string {
+	if t == nil {
+		return ""
+	}
+	if len(t.Metrics) == 0 {
+		return "step time from the profiled runs: " + t.Note
+	}
+	s := fmt.Sprintf("%s from %d baseline and %d candidate timing run(s) (no profiler, steps timed by %s); every other metric from %d baseline and %d candidate profiled run(s)",
+		strings.Join(t.Metrics, ", "), t.BaseRuns, t.CandRuns, t.Clock, t.BaseProfiled, t.CandProfiled)
+	if t.Note != "" {
+		s += "; " + t.Note
+	}
+	return s
+}
+
+// clocks names the clocks of runs: one name, or "a, b" when they differ.
+func clocks(runs ...[]TimingRun) string {
+	var cs []string
+	for _, rs := range runs {
+		for _, r := range rs {
+			if !slices.Contains(cs, r.Clock) {
+				cs = append(cs, r.Clock)
+			}
+		}
+	}
+	slices.Sort(cs)
+	return strings.Join(cs, ", ")
+}
+
+// timingSamples are the runs' step times, one slice per run.
+func timingSamples(runs []TimingRun) [][]float64 {
+	out := make([][]float64, len(runs))
+	for i, r := range runs {
+		out[i] = r.StepMs
+	}
+	return out
+}
+
+// quietIdx picks the indices of the runs of each side that were not
+// disturbed; paired, a pair goes when either run of it was.
+func (d Disturbed) quietIdx(nb, nc int, paired bool) (b, c []int) {
+	busy := func(rs []string, i int) bool { return i < len(rs) && rs[i] != "" }
+	if paired {
+		for i := range min(nb, nc) {
+			if !busy(d.Base, i) && !busy(d.Cand, i) {
+				b, c = append(b, i), append(c, i)
+			}
+		}
+		return b, c
+	}
+	for i := range nb {
+		if !busy(d.Base, i) {
+			b = append(b, i)
+		}
+	}
+	for i := range nc {
+		if !busy(d.Cand, i) {
+			c = append(c, i)
+		}
+	}
+	return b, c
+}
+
+// pick returns xs at the indices.
+func pick[T any](xs []T, idx []int) []T {
+	out := make([]T, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, xs[i])
+	}
+	return out
+}
+
+// timingDisturbed is HostBusy of each timing run of each side.
+func (t *TimingRuns) disturbed() Disturbed {
+	cs := func(rs []TimingRun) []*runcond.Conditions {
+		out := make([]*runcond.Conditions, len(rs))
+		for i, r := range rs {
+			out[i] = r.Conditions
+		}
+		return out
+	}
+	return Disturbed{Base: Disturbances(cs(t.Base), t.Margins), Cand: Disturbances(cs(t.Cand), t.Margins)}
+}
+
+// compareTimed judges a timed metric on the timing runs: their quiet
+// runs, or every run (and no verdict) when a side has no quiet run left.
+func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresholds) stats.Result {
+	d := t.disturbed()
+	qb, qc := d.quietIdx(len(t.Base), len(t.Cand), th.Paired)
+	b, c := timingSamples(t.Base), timingSamples(t.Cand)
+	if len(qb) > 0 && len(qc) > 0 {
+		b, c = pick(b, qb), pick(c, qc)
+	}
+	res := stats.Compare(spec, b, c, th)
+	res.Notes = append(res.Notes, fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand)))
+	if d.any() {
+		hostBusyResult(&res, d, len(qb), len(qc))
+	}
+	return res
+}
+
+// JudgedSamples are the samples a metric of rep was judged on, one slice
+// per run: a timed metric's from the timing runs when rep used them
+// (bt, ct), every metric's quiet runs when some were disturbed. The
+// Action stores these (Result.Samples), so that judging them again
+// (Rejudge) judges what the gate judged.
+func (rep *Report) JudgedSamples(m analysis.Metric, base, cand []Run, bt, ct []TimingRun) (bs, cs [][]float64) {
+	if rep.Timing != nil && slices.Contains(rep.Timing.Metrics, m.Name) {
+		paired := rep.SampleUnit == stats.UnitPair
+		d := Disturbed{}
+		if rep.Timing.Disturbed != nil {
+			d = *rep.Timing.Disturbed
+		}
+		qb, qc := d.quietIdx(len(bt), len(ct), paired)
+		b, c := timingSamples(bt), timingSamples(ct)
+		if len(qb) > 0 && len(qc) > 0 {
+			b, c = pick(b, qb), pick(c, qc)
+		}
+		return b, c
+	}
+	jb, jc := rep.JudgedRuns(m, base, cand)
+	return Samples(jb, m), Samples(jc, m)
+}

@@ -1,0 +1,195 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/runner"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// Timing runs and explaining runs (docs/verdicts.md §5d). Step time is
+// judged on timing runs: the same job, the same environment, no profiler,
+// its steps timed by gpugate's step hook at the optimizer step (CUDA
+// events on a GPU, the host's clock otherwise; the job's step_log when
+// the hook timed nothing). Counts and the explanation come from the
+// profiled runs, which repeat: auto and ab make only while a metric
+// judged on them is undecided.
+
+// timing reports whether the plan makes timing runs: unless perf.yaml
+// asks for profiler_timing, for profiler none (every run is unprofiled),
+// or under Slurm (not built: the Slurm tasks run outside gpugate's
+// injection of a timing run; step time comes from the profiled runs).
+func (p *Plan) timing() bool {
+	w := p.o.Workload
+	if p.job != nil && p.timingJob == nil {
+		return false // a simulated job without simulated timing runs
+	}
+	return p.Profiler != runner.None && !w.ProfilerTiming && w.Slurm == nil
+}
+
+// RunTiming runs the job once as a timing run, its artifacts in out.
+// Once.Timing is nil, and Once.TimingWhy says why, when neither the step
+// hook nor the step_log timed a step.
+func (p *Plan) RunTiming(ctx context.Context, out string) (*Once, error) {
+	if p.timingJob != nil {
+		return p.timingJob(ctx, out)
+	}
+	w := p.o.Workload
+	res, err := runner.Run(ctx, runner.Job{
+		Name: p.name + " timing", Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
+		Profiler: runner.None, Timing: true, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
+		GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	writeConditions(out, res.Conditions)
+	once := &Once{StepTimes: res.StepTimes, Duration: res.Duration, Conditions: res.Conditions, MaxRSSBytes: res.MaxRSSBytes,
+		Isolation: res.Isolation, IsolationWarnings: res.IsolationWarnings}
+	once.Timing, once.TimingWhy = timingRun(res, w.WarmupSteps, w.MeasureSteps)
+	if once.Timing != nil {
+		once.Timing.Conditions = res.Conditions
+	}
+	return once, nil
+}
+
+// timingRun makes a timing run of a runner result: the ranks' timed steps,
+// each step the slowest rank's; else the step_log's steps of the window a
+// profiled run measures.
+func timingRun(res *runner.Result, warmup, measure int) (*gate.TimingRun, string) {
+	if len(res.Timing) > 0 {
+		n := len(res.Timing[0].StepMs)
+		var cl []string
+		for _, t := range res.Timing {
+			n = min(n, len(t.StepMs))
+			if !slices.Contains(cl, t.Clock) {
+				cl = append(cl, t.Clock)
+			}
+		}
+		tr := &gate.TimingRun{Ranks: len(res.Timing), Clock: cl[0], StepMs: make([]float64, n)}
+		if len(cl) > 1 {
+			tr.Clock = runner.ClockHost + " (ranks differ: " + fmt.Sprint(cl) + ")"
+		}
+		for i := range tr.StepMs {
+			for _, t := range res.Timing {
+				tr.StepMs[i] = max(tr.StepMs[i], t.StepMs[i])
+			}
+		}
+		return tr, ""
+	}
+	if xs := res.StepTimes; len(xs) > 0 {
+		lo := min(1+warmup, len(xs)-1)
+		hi := min(lo+measure, len(xs))
+		return &gate.TimingRun{Ranks: 1, Clock: runner.ClockStepLog, StepMs: slices.Clone(xs[lo:hi])}, ""
+	}
+	return nil, fmt.Sprintf("the timing run timed no step: gpugate's step hook saw %d optimizer step(s) and no step_log line matched (timing needs 1 + warmup_steps + 1 optimizer steps of a PyTorch job, or step_log)", res.Steps)
+}
+
+// timeOnce makes timing run i of ex (in run i's folder, timing/) and keeps
+// it; after a timing run that timed nothing, ex makes no more (TimingWhy)
+// and step time comes from the profiled runs. It returns the run's wall
+// time.
+func (p *Plan) timeOnce(ctx context.Context, ex *Execution, i int) (time.Duration, error) {
+	start := time.Now()
+	once, err := p.RunTiming(ctx, filepath.Join(p.runDir(ex.Out, i), "timing"))
+	if err != nil {
+		return 0, fmt.Errorf("timing run %d: %w", i, err)
+	}
+	took := time.Since(start)
+	ex.Spent.Add(took)
+	ex.noteIsolation(once)
+	if once.Timing == nil {
+		ex.Timing, ex.TimingWhy = nil, once.TimingWhy
+		fmt.Fprintf(p.o.Log, "gpugate: warning: %s; step time is judged on the profiled runs\n", once.TimingWhy)
+		return took, nil
+	}
+	ex.Timing = append(ex.Timing, *once.Timing)
+	s := analysis.Summarize(once.Timing.StepMs)
+	fmt.Fprintf(p.o.Log, "gpugate: timing run %d of %s: %d steps, median %.2f ms (no profiler, timed by %s) in %.1fs\n",
+		i, p.o.Workload.Name, len(once.Timing.StepMs), s.Median, escape.Terminal(once.Timing.Clock), once.Duration.Seconds())
+	return took, nil
+}
+
+// timingOn reports whether ex is still making timing runs.
+func (p *Plan) timingOn(ex *Execution) bool { return p.timing() && ex.TimingWhy == "" }
+
+// timingOptions are the timing runs gate.Compare judges step time on; nil
+// when the candidate was not timed by choice (profiler_timing, profiler
+// none, Slurm), so that both sides' step time is the profiled runs'.
+func timingOptions(m gate.HostMargins, base []gate.TimingRun, ex *Execution) *gate.TimingRuns {
+	if !ex.Timed {
+		return nil
+	}
+	return &gate.TimingRuns{Base: base, Cand: ex.Timing, Margins: m, Why: ex.TimingWhy}
+}
+
+// timingOverhead is the profiler's cost: the profiled runs' step times
+// (from their traces) against the timing runs'; nil without both.
+func timingOverhead(ex *Execution) *gate.Overhead {
+	m, _ := analysis.MetricByName("step_time")
+	var prof [][]float64
+	for _, r := range ex.Runs {
+		prof = append(prof, gate.Samples([]gate.Run{r}, m)...)
+	}
+	var timed []float64
+	for _, t := range ex.Timing {
+		timed = append(timed, t.StepMs...)
+	}
+	o := gate.NewOverhead(prof, timed)
+	if o != nil {
+		o.Source = "the profiled runs' traces against the timing runs"
+	}
+	return o
+}
+
+// needsProfiles reports whether another profiled run could help: a gate
+// metric judged on the profiled runs is undecided (or no look was made).
+func needsProfiles(rep *gate.Report) bool {
+	if rep == nil {
+		return true
+	}
+	for _, m := range rep.Metrics {
+		if m.Gate && m.Verdict == stats.Inconclusive && (rep.Timing == nil || !slices.Contains(rep.Timing.Metrics, m.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// withTiming is a stored run's analysis JSON with its timing runs added
+// (report.Analysis.TimingRuns).
+func withTiming(doc []byte, runs []gate.TimingRun) ([]byte, error) {
+	if len(runs) == 0 {
+		return doc, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(runs)
+	if err != nil {
+		return nil, err
+	}
+	m["timing_runs"] = b
+	return json.Marshal(m)
+}
+
+// timingOf are the timing runs stored with profiled run i of ex when ex
+// has n profiled runs: the i-th, and with the last every one left.
+func timingOf(ex *Execution, i, n int) []gate.TimingRun {
+	if i >= len(ex.Timing) {
+		return nil
+	}
+	if i == n-1 {
+		return ex.Timing[i:]
+	}
+	return ex.Timing[i : i+1]
+}

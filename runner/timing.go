@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// timingName is the file each training process of a timing run writes
+// (runner/inject/timing/gpugate_timing.py), "{rank}" replaced by its rank.
+const timingName = "timing-{rank}.json"
+
+// Clocks a timing run's steps are timed by.
+const (
+	ClockCUDAEvents = "cuda-events" // torch.cuda.Event at each step boundary
+	ClockHost       = "host"        // time.perf_counter_ns at each boundary
+	ClockStepLog    = "step_log"    // the job's own log (perf.yaml step_log)
+)
+
+// RankTiming is one rank's timed steps in a timing run.
+type RankTiming struct {
+	Rank      int       `json:"rank"`
+	PID       int       `json:"pid"`
+	Clock     string    `json:"clock"`
+	FirstStep int       `json:"first_step"`
+	Complete  bool      `json:"complete"`
+	StepMs    []float64 `json:"step_ms"`
+	HostMs    []float64 `json:"host_step_ms"`
+}
+
+// Limits of a timing file: a job that writes more is refused, not read.
+const (
+	maxTimingFile  = 8 << 20
+	maxTimingSteps = 100_000
+	maxStepMs      = 1e8 // 27 hours
+)
+
+// readTimings reads the timing-*.json files in out, by rank. A file that
+// cannot be read or holds an impossible value (a negative, non-finite or
+// absurd step time, two files of one rank) is an error: timing files are
+// written by the job's processes, which are untrusted code.
+func readTimings(out string) ([]RankTiming, error) {
+	files, _ := filepath.Glob(filepath.Join(out, "timing-*.json"))
+	var ts []RankTiming
+	seen := map[int]bool{}
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(io.LimitReader(fh, maxTimingFile+1))
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > maxTimingFile {
+			return nil, fmt.Errorf("%s: more than %d bytes", filepath.Base(f), maxTimingFile)
+		}
+		var t RankTiming
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Base(f), err)
+		}
+		if err := t.check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
+		}
+		if seen[t.Rank] {
+			return nil, fmt.Errorf("%s: rank %d timed twice", filepath.Base(f), t.Rank)
+		}
+		seen[t.Rank] = true
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Rank < ts[j].Rank })
+	return ts, nil
+}
+
+func (t RankTiming) check() error {
+	switch {
+	case t.Rank < 0 || t.Rank > 1<<20:
+		return fmt.Errorf("rank %d out of range", t.Rank)
+	case t.Clock != ClockCUDAEvents && t.Clock != ClockHost:
+		return fmt.Errorf("unknown clock %q", t.Clock)
+	case len(t.StepMs) == 0:
+		return fmt.Errorf("no step times")
+	case len(t.StepMs) > maxTimingSteps || len(t.HostMs) > maxTimingSteps:
+		return fmt.Errorf("more than %d steps", maxTimingSteps)
+	}
+	for _, xs := range [][]float64{t.StepMs, t.HostMs} {
+		for i, x := range xs {
+			if math.IsNaN(x) || x < 0 || x > maxStepMs {
+				return fmt.Errorf("step %d: time %v ms is not a step time (0 to %.0g ms)", i+1, x, maxStepMs)
+			}
+		}
+	}
+	return nil
+}
