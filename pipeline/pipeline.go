@@ -88,13 +88,13 @@ func (o *Options) defaults() {
 
 // Outcome is what a pipeline run produced.
 type Outcome struct {
-	Workload    string
-	Report      *gate.Report
-	Base, Cand  []gate.Run
+	Workload   string
+	Report     *gate.Report
+	Base, Cand []gate.Run
 	// BaseTiming and CandTiming are the two sides' timing runs
 	// (timing.go), whose step times the gate judged (Report.Timing).
 	BaseTiming, CandTiming []gate.TimingRun
-	Fingerprint runner.Fingerprint
+	Fingerprint            runner.Fingerprint
 	// Baseline describes what was compared with, for people.
 	Baseline string
 	// Err is set when the outcome is not a verdict (fingerprint mismatch
