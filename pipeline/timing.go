@@ -24,15 +24,15 @@ import (
 // judged on them is undecided.
 
 // timing reports whether the plan makes timing runs: unless perf.yaml
-// asks for profiler_timing, for profiler none (every run is unprofiled),
-// or under Slurm (not built: the Slurm tasks run outside gpugate's
-// injection of a timing run; step time comes from the profiled runs).
+// asks for profiler_timing, or for profiler none (every run is
+// unprofiled). Under Slurm the timing run is a job step as the profiled
+// run is, each task timing its rank.
 func (p *Plan) timing() bool {
 	w := p.o.Workload
 	if p.job != nil && p.timingJob == nil {
 		return false // a simulated job without simulated timing runs
 	}
-	return p.Profiler != runner.None && !w.ProfilerTiming && w.Slurm == nil
+	return p.Profiler != runner.None && !w.ProfilerTiming
 }
 
 // RunTiming runs the job once as a timing run, its artifacts in out.
@@ -46,7 +46,7 @@ func (p *Plan) RunTiming(ctx context.Context, out string) (*Once, error) {
 	res, err := runner.Run(ctx, runner.Job{
 		Name: p.name + " timing", Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: runner.None, Timing: true, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
-		GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
+		GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(), Slurm: p.slurmJob(),
 	})
 	if err != nil {
 		return nil, err

@@ -655,3 +655,26 @@ func memoryLine(p *Profile) string {
 func (a *Analysis) RunValue(m analysis.Metric) (float64, bool) {
 	return gate.RunValue(gate.Run(a.Results()), m)
 }
+
+// TimedStep is the run's step time in its timing runs (TimingRuns): the
+// mean over its timed steps, the mean of that over the timing runs when
+// it has several; ok is false without timing runs.
+func (a *Analysis) TimedStep() (float64, bool) {
+	var sum float64
+	n := 0
+	for _, t := range a.TimingRuns {
+		if len(t.StepMs) == 0 {
+			continue
+		}
+		var s float64
+		for _, x := range t.StepMs {
+			s += x
+		}
+		sum += s / float64(len(t.StepMs))
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}

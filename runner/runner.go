@@ -326,6 +326,11 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		if res.Timing, err = readTimings(out); err != nil {
 			return res, &Error{Job: job.Name, What: "left unreadable step times: " + err.Error(), Log: res.Log}
 		}
+		// Never a timing run of fewer ranks than the job had: the
+		// slowest rank's steps are the job's.
+		if miss := untimedRanks(res.Processes, res.Timing); len(res.Timing) > 0 && miss != "" {
+			return res, &Error{Job: job.Name, What: miss, Log: res.Log}
+		}
 	}
 
 	switch job.Profiler {

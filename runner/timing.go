@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // timingName is the file each training process of a timing run writes
@@ -96,4 +97,23 @@ func (t RankTiming) check() error {
 		}
 	}
 	return nil
+}
+
+// untimedRanks says which ranks that claimed a rank in the job (its
+// job-*.json) wrote no step times; "" when every one did.
+func untimedRanks(ps []Process, ts []RankTiming) string {
+	have := map[int]bool{}
+	for _, t := range ts {
+		have[t.Rank] = true
+	}
+	var miss []string
+	for _, p := range ps {
+		if r := p.RankOr(0); !have[r] {
+			miss = append(miss, fmt.Sprint(r))
+		}
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("timed the steps of %d rank(s) but not of rank(s) %s, which trained (a rank that ended before its last timed step, or whose timing failed: see its log lines)", len(ts), strings.Join(miss, ", "))
 }

@@ -26,6 +26,9 @@ workloads:
   - name: resnet
     command: 'echo training; cp `+trace+` "$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/0/")"'
     profiler: torch
+    # The job replays a capture: there is no training loop to time, so
+    # step time comes from the trace (docs/verdicts.md §5d).
+    profiler_timing: true
 # A replayed capture against itself has 4+4 steps: the interval of its
 # cpu_wait (17 ms, ±27%) is bounded within 40%, not within the default 15%
 # (an honest inconclusive). Regressions of the fixtures stay far beyond it.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -214,6 +215,13 @@ else gpugate's).`,
 				Fingerprint string  `json:"fingerprint_hash"`
 				Steps       int     `json:"steps"`
 				StepTimeMs  float64 `json:"step_time_ms"`
+				// TimedStepMs is the run's step time in its timing
+				// runs (no profiler): what a comparison judges step
+				// time on; omitted for a run stored without them.
+				TimedStepMs *float64 `json:"timed_step_time_ms,omitempty"`
+				// TimingHost is "busy" when its timing run was
+				// disturbed (left out of step_time), else omitted.
+				TimingHost string `json:"timing_host,omitempty"`
 				// Host is "busy" (disturbed: left out of the time
 				// metrics), "quiet", or "" when the host was not sampled;
 				// HostBusy says why it was busy.
@@ -234,6 +242,14 @@ else gpugate's).`,
 					}
 				}
 				x.Host, x.HostBusy = hostState(r, margins)
+				if v, ok := doc.TimedStep(); ok {
+					x.TimedStepMs = &v
+				}
+				for _, t := range doc.TimingRuns {
+					if gate.HostBusy(t.Conditions, margins) != "" {
+						x.TimingHost = "busy"
+					}
+				}
 				rows = append(rows, x)
 			}
 			if *format == "json" {
@@ -242,18 +258,28 @@ else gpugate's).`,
 				return enc.Encode(rows)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\thost\tsteps\tmean step ms")
+			fmt.Fprintln(tw, "id\tworkload\tbranch\tcommit\tcreated (UTC)\tkind\tprofiler\tfingerprint\thost\tsteps\ttimed step ms\tmean step ms")
 			var busy []string
 			for _, x := range rows {
 				// To the second: the runs of one refresh are seconds apart.
 				created := strings.Replace(strings.TrimSuffix(x.Created, "Z"), "T", " ", 1)
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), cmp.Or(x.Host, "-"), x.Steps, x.StepTimeMs)
+				timed := "-"
+				if x.TimedStepMs != nil {
+					timed = fmt.Sprintf("%.2f", *x.TimedStepMs)
+					if x.TimingHost != "" {
+						timed += " (busy)"
+					}
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.2f\n", x.ID, escape.Terminal(x.Workload), escape.Terminal(x.Branch), escape.Terminal(x.Commit), created, escape.Terminal(x.Kind), escape.Terminal(x.Profiler), escape.Terminal(x.Fingerprint), cmp.Or(x.Host, "-"), x.Steps, timed, x.StepTimeMs)
 				if x.HostBusy != "" {
 					busy = append(busy, fmt.Sprintf("run %d: %s", x.ID, x.HostBusy))
 				}
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if slices.ContainsFunc(rows, func(x row) bool { return x.TimedStepMs != nil }) {
+				fmt.Fprintf(stdout, "\ntimed step ms: the mean step of the run's timing run (no profiler), which comparisons judge step_time on; mean step ms: the profiled run's, which the other metrics come from\n")
 			}
 			if len(busy) > 0 {
 				fmt.Fprintf(stdout, "\ndisturbed runs (left out of the time metrics of every comparison):\n")
@@ -526,10 +552,10 @@ func showConditions(w io.Writer, runs []baseline.Run, fp string, m gate.HostMarg
 		cs = append(cs, c)
 		if h := report.HostText(c.Host); h != "" {
 			line := fmt.Sprintf("run %d (%s): %s", r.ID, r.Created.UTC().Format("2006-01-02 15:04"), h)
-			if why := gate.HostBusy(c, m); why != "" {
-				line += "\n    DISTURBED, left out of the time metrics: " + why
-			}
 			host = append(host, line)
+			if why := gate.HostBusy(c, m); why != "" {
+				host = append(host, "  DISTURBED, left out of the time metrics: "+why)
+			}
 		}
 	}
 	if len(cs) == 0 {

@@ -49,6 +49,9 @@ workloads:
   - name: resnet
     command: 'echo training; t="$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/0/")"; cp `+trace+` "$t"; d="$(dirname "$t")"; ln -s `+secret+` "$d/evil.nsys-rep"; echo TOP-SECRET-42 > "$d/planted.json"; mkdir -p "$d/sub"; echo TOP-SECRET-42 > "$d/sub/job.log"; `+tc.plant(art, filepath.Dir(art))+`'
     profiler: torch
+    # The job replays a capture: there is no training loop to time, so
+    # step time comes from the trace (docs/verdicts.md §5d).
+    profiler_timing: true
 allowances:
   cpu_wait: 40%
 `), 0o644)

@@ -35,11 +35,12 @@ func twoRankConfig(t *testing.T, dir string, pairs [][2]string) string {
 	cmd := fmt.Sprintf(`echo training; n=$(cat %[1]s 2>/dev/null || echo 0); echo $((n+1)) > %[1]s; case $n in %[2]s esac; `+
 		`cp "$a" "$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/0/")"; cp "$b" "$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/1/")"`, counter, cases.String())
 	cfg := filepath.Join(dir, "perf.yaml")
-	// host: margins of 100%: the job replays captures, so the host's load
+	// profiler_timing: the job replays captures, so there is no loop to
+	// time (docs/verdicts.md §5d). host: margins of 100%: the job replays captures, so the host's load
 	// cannot move its step times; a run that a busy machine (the rest of
 	// the test suite) marked disturbed would leave the baseline short of
 	// the runs this test computes by hand.
-	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: resnet\n    command: '"+cmd+"'\n    profiler: torch\nallowances:\n  cpu_wait: 40%\nhost:\n  other_cpu: 100%\n  cpu_pressure: 100%\n"), 0o644)
+	os.WriteFile(cfg, []byte("version: 1\nworkloads:\n  - name: resnet\n    command: '"+cmd+"'\n    profiler: torch\n    profiler_timing: true\nallowances:\n  cpu_wait: 40%\nhost:\n  other_cpu: 100%\n  cpu_pressure: 100%\n"), 0o644)
 	return cfg
 }
 

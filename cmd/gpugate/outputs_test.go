@@ -83,6 +83,9 @@ workloads:
   - name: resnet
     command: 'echo training; sleep 1.1; cp `+trace+` "$(echo "$GPUGATE_TRACE_OUT" | sed "s/{rank}/0/")"'
     profiler: torch
+    # The job replays a capture: there is no training loop to time, so
+    # step time comes from the trace (docs/verdicts.md §5d).
+    profiler_timing: true
 `), 0o644)
 	db := filepath.Join(dir, "b.db")
 	var o, e bytes.Buffer

@@ -1,0 +1,135 @@
+package gate
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/stats"
+)
+
+func timed(ms ...[]float64) []TimingRun {
+	var out []TimingRun
+	for _, m := range ms {
+		out = append(out, TimingRun{StepMs: m, Ranks: 1, Clock: "host"})
+	}
+	return out
+}
+
+// geoMeanOfMeans is the gate's run value by hand: each run's mean step,
+// then the geometric mean over runs.
+func geoMeanOfMeans(runs ...[]float64) float64 {
+	var s float64
+	for _, r := range runs {
+		var m float64
+		for _, x := range r {
+			m += x
+		}
+		s += math.Log(m / float64(len(r)))
+	}
+	return math.Exp(s / float64(len(runs)))
+}
+
+// Step time is judged on the timing runs where both sides have them: the
+// profiled runs here say +60% (a profiler that costs more in the
+// candidate), the timing runs say the same code; counts still come from
+// the profiled runs and still regress.
+func TestCompareTimed(t *testing.T) {
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	cand := []Run{synthetic(t, 20, 160, 1, 5)}
+	bt := timed([]float64{80, 81, 79}, []float64{82, 80, 81}, []float64{79, 80, 80})
+	ct := timed([]float64{80.5, 80, 81})
+	rep := Compare(base, cand, Options{Timing: &TimingRuns{Base: bt, Cand: ct, Margins: DefaultHostMargins}})
+	st := rep.metric("step_time")
+	if st.Verdict != stats.Pass {
+		t.Fatalf("step_time %s (%s), want pass: the timing runs did not change", st.Verdict, stats.FormatDelta(*st))
+	}
+	wantB := geoMeanOfMeans([]float64{80, 81, 79}, []float64{82, 80, 81}, []float64{79, 80, 80})
+	wantC := geoMeanOfMeans([]float64{80.5, 80, 81})
+	if math.Abs(st.Baseline.Value-wantB) > 1e-9 || math.Abs(st.Candidate.Value-wantC) > 1e-9 {
+		t.Errorf("step_time %v → %v, want the timing runs' %v → %v", st.Baseline.Value, st.Candidate.Value, wantB, wantC)
+	}
+	if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.HasPrefix(n, "from timing runs: 3 baseline and 1 candidate run(s)") }) {
+		t.Errorf("step_time notes %q: want where it came from", st.Notes)
+	}
+	if rep.metric("sync_calls").Verdict != stats.Regression {
+		t.Errorf("sync_calls %s, want regression (a count, from the profiled runs)", rep.metric("sync_calls").Verdict)
+	}
+	if rep.Timing == nil || !slices.Equal(rep.Timing.Metrics, []string{"step_time"}) || rep.Timing.BaseRuns != 3 || rep.Timing.CandRuns != 1 ||
+		rep.Timing.BaseProfiled != 3 || rep.Timing.CandProfiled != 1 || rep.Timing.Clock != "host" {
+		t.Errorf("Timing %+v", rep.Timing)
+	}
+	if got := rep.Timing.Text(); !strings.HasPrefix(got, "step_time from 3 baseline and 1 candidate timing run(s) (no profiler, steps timed by host); every other metric from 3 baseline and 1 candidate profiled run(s)") {
+		t.Errorf("Timing.Text() = %q", got)
+	}
+
+	// A slowdown in the timing runs is a regression even where the
+	// profiled runs do not show it.
+	slow := timed([]float64{120, 121, 119})
+	rep = Compare(base, base[:1], Options{Timing: &TimingRuns{Base: bt, Cand: slow, Margins: DefaultHostMargins}})
+	if v := rep.metric("step_time").Verdict; v != stats.Regression {
+		t.Errorf("timing runs +50%%: step_time %s, want regression", v)
+	}
+
+	// A baseline recorded before timing runs: both sides' step time from
+	// the profiled runs, said.
+	rep = Compare(base, cand, Options{Timing: &TimingRuns{Cand: ct, Margins: DefaultHostMargins}})
+	if v := rep.metric("step_time").Verdict; v != stats.Regression {
+		t.Errorf("no baseline timing runs: step_time %s, want the profiled runs' regression", v)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "step_time: the baseline has no timing runs") && strings.Contains(w, "judged on the profiled runs of both sides")
+	}) {
+		t.Errorf("warnings %q: want why step time came from the profiled runs", rep.Warnings)
+	}
+	if len(rep.Timing.Metrics) != 0 {
+		t.Errorf("Timing.Metrics %q, want none", rep.Timing.Metrics)
+	}
+}
+
+// A timing run on a busy host is left out of step time; with no quiet
+// candidate timing run left, step time has no verdict and says why.
+func TestCompareTimedDisturbed(t *testing.T) {
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	bt := timed([]float64{80, 81}, []float64{82, 80}, []float64{79, 80})
+	hog := timed([]float64{160, 170})
+	hog[0].Conditions = hostCond(1.8, 0.9)
+	quiet := timed([]float64{80, 81})
+	quiet[0].Conditions = hostCond(0.01, 0.02)
+
+	rep := Compare(base, base[:2], Options{Timing: &TimingRuns{Base: bt, Cand: append(slices.Clone(hog), quiet...), Margins: DefaultHostMargins}})
+	st := rep.metric("step_time")
+	if st.Verdict != stats.Pass || st.Candidate.N != 1 {
+		t.Errorf("one disturbed and one quiet timing run: step_time %s over %d candidate run(s), want pass over the quiet one", st.Verdict, st.Candidate.N)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, "candidate timing run 1: the host was busy") }) {
+		t.Errorf("warnings %q", rep.Warnings)
+	}
+	rep = Compare(base, base[:1], Options{Timing: &TimingRuns{Base: bt, Cand: hog, Margins: DefaultHostMargins}})
+	st = rep.metric("step_time")
+	if st.Verdict != stats.Inconclusive || !strings.Contains(st.Reason, "every candidate run was disturbed") {
+		t.Errorf("every candidate timing run disturbed: step_time %s (%s), want no verdict", st.Verdict, st.Reason)
+	}
+	// Judged again from the stored samples (the Action's trusted phase),
+	// the same: no verdict.
+	m, _ := analysis.MetricByName("step_time")
+	bs, cs := rep.JudgedSamples(m, base, base[:1], bt, hog)
+	if len(bs) != 3 || len(cs) != 1 || cs[0][0] != 160 {
+		t.Fatalf("judged samples %v / %v", bs, cs)
+	}
+	re, err := Rejudge(*st, bs, cs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rep.Metrics {
+		if rep.Metrics[i].Name == "step_time" {
+			rep.Metrics[i] = re
+		}
+	}
+	rep.ReapplyHost()
+	if v := rep.metric("step_time").Verdict; v != stats.Inconclusive {
+		t.Errorf("rejudged: step_time %s, want inconclusive", v)
+	}
+}

@@ -1,0 +1,180 @@
+package pipeline
+
+import (
+	"context"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/stats"
+)
+
+// simTiming is one timing run of 30 steps around levelMs (the run's level
+// times a lognormal run-to-run factor is the caller's), per-step noise cv.
+func simTiming(rng *rand.Rand, levelMs, cv float64) gate.TimingRun {
+	xs := make([]float64, simSteps)
+	for i := range xs {
+		xs[i] = max(levelMs*(1+cv*rng.NormFloat64()), 0.001)
+	}
+	return gate.TimingRun{StepMs: xs, Ranks: 1, Clock: "host"}
+}
+
+// timedTrial is repeat: auto through sampleRuns with timing runs: the
+// baseline has base (profiled) and baseT (timing) runs; prof and timing
+// make candidate run i of each kind. It returns the report and how many
+// profiled and timing runs were made.
+func timedTrial(t testing.TB, base []gate.Run, baseT []gate.TimingRun, prof func(i int) gate.Run, timing func(i int) gate.TimingRun, extra string) (*gate.Report, int, int) {
+	t.Helper()
+	c, w := simConfig(t, "    repeat: auto\n    max_runs: 6\n    budget: 1h\n"+extra)
+	p := &Plan{o: Options{Config: c, Workload: w, Log: io.Discard, Stdout: io.Discard}, name: w.Name, Profiler: "torch"}
+	profiled, timed := 0, 0
+	p.job = func(_ context.Context, out string) (*Once, error) {
+		profiled++
+		return &Once{Run: prof(profiled), Duration: time.Millisecond}, nil
+	}
+	p.timingJob = func(_ context.Context, out string) (*Once, error) {
+		timed++
+		if filepath.Base(out) != "timing" {
+			t.Fatalf("timing run written to %s, want …/runN/timing", out)
+		}
+		tr := timing(timed)
+		return &Once{Timing: &tr, Duration: time.Millisecond}, nil
+	}
+	if !p.timing() {
+		t.Fatal("the plan makes no timing runs")
+	}
+	ex := &Execution{Workload: w.Name, Start: time.Now(), Timed: true, Out: "out"}
+	once, _ := p.RunOnce(context.Background(), p.runDir("out", 1))
+	ex.add(once, time.Millisecond)
+	if _, err := p.timeOnce(context.Background(), ex, 1); err != nil {
+		t.Fatal(err)
+	}
+	sel := &Selection{Runs: base, Timing: baseT, Newest: time.Now()}
+	rep, err := p.sampleRuns(context.Background(), ex, sel, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Runs) != profiled || len(ex.Timing) != timed || timed > w.MaxRuns {
+		t.Fatalf("%d profiled and %d timing runs made, %d and %d in the execution (max_runs %d)", profiled, timed, len(ex.Runs), len(ex.Timing), w.MaxRuns)
+	}
+	return rep, profiled, timed
+}
+
+// TestAutoTimingRuns: under repeat: auto with timing runs, step time is
+// sampled from cheap timing runs and the job is profiled once while the
+// counts settle at the first look; the A/A false-regression rate stays
+// within the documented 1%, a slowdown seen only by the timing runs is
+// caught, and an undecided metric of the profiled runs (a noisy CPU wait)
+// brings more profiled runs.
+func TestAutoTimingRuns(t *testing.T) {
+	trials := 500
+	if testing.Short() {
+		trials = 150
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	drift := func() float64 { return math.Exp(0.08 * rng.NormFloat64()) }
+	baseline := func() ([]gate.Run, []gate.TimingRun) {
+		var b []gate.Run
+		var bt []gate.TimingRun
+		for range 5 {
+			b = append(b, simRun(rng, 100*drift(), 0.05))
+			bt = append(bt, simTiming(rng, 90*drift(), 0.05))
+		}
+		return b, bt
+	}
+	for _, tc := range []struct {
+		name     string
+		factor   float64
+		want     stats.Verdict
+		min, max float64
+	}{
+		{"A/A: false regression", 1, stats.Regression, 0, 0.01},
+		{"timing runs ×1.5: regression", 1.5, stats.Regression, 0.95, 1},
+	} {
+		hits, profiledMax, timedSum := 0, 0, 0
+		for range trials {
+			b, bt := baseline()
+			rep, profiled, timed := timedTrial(t, b, bt,
+				func(int) gate.Run { return simRun(rng, 100*drift(), 0.05) },
+				func(int) gate.TimingRun { return simTiming(rng, 90*tc.factor*drift(), 0.05) }, "")
+			if rep.Verdict == tc.want {
+				hits++
+			}
+			profiledMax = max(profiledMax, profiled)
+			timedSum += timed
+			if rep.Timing == nil || len(rep.Timing.Metrics) != 1 || rep.Timing.CandRuns != timed {
+				t.Fatalf("%s: report's timing %+v after %d timing runs", tc.name, rep.Timing, timed)
+			}
+		}
+		rate := float64(hits) / float64(trials)
+		t.Logf("%s: %.2f%% %s, %.2f timing runs on average, at most %d profiled", tc.name, 100*rate, tc.want, float64(timedSum)/float64(trials), profiledMax)
+		if rate < tc.min || rate > tc.max {
+			t.Errorf("%s: %s in %.2f%% of %d trials, want %.0f%%–%.0f%%", tc.name, tc.want, 100*rate, trials, 100*tc.min, 100*tc.max)
+		}
+		if profiledMax != 1 {
+			t.Errorf("%s: up to %d profiled runs, want 1: the counts settle at the first look", tc.name, profiledMax)
+		}
+	}
+
+	// A noisy CPU wait (gated by default, judged on the profiled runs)
+	// that one profiled run cannot settle: more profiled runs are made.
+	more := 0
+	for range 50 {
+		var b []gate.Run
+		var bt []gate.TimingRun
+		for range 5 {
+			b = append(b, simRunWait(rng, 100*drift(), 20*math.Exp(0.4*rng.NormFloat64()), 0.05))
+			bt = append(bt, simTiming(rng, 90*drift(), 0.05))
+		}
+		_, profiled, timed := timedTrial(t, b, bt,
+			func(int) gate.Run { return simRunWait(rng, 100*drift(), 20*math.Exp(0.4*rng.NormFloat64()), 0.05) },
+			func(int) gate.TimingRun { return simTiming(rng, 90*drift(), 0.05) }, "")
+		if profiled > 1 {
+			more++
+		}
+		if profiled > timed {
+			t.Fatalf("%d profiled runs but %d timing runs: every run is timed", profiled, timed)
+		}
+	}
+	if more == 0 {
+		t.Error("a CPU wait of run CV 40% never brought a second profiled run")
+	}
+}
+
+// TestAutoTimingFallsBack: a job whose timing run timed no step (no
+// optimizer step, no step_log) makes no more timing runs, and step time is
+// judged on the profiled runs of both sides, said in the report.
+func TestAutoTimingFallsBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	c, w := simConfig(t, "    repeat: auto\n    max_runs: 4\n    budget: 1h\n")
+	p := &Plan{o: Options{Config: c, Workload: w, Log: io.Discard, Stdout: io.Discard}, name: w.Name, Profiler: "torch"}
+	timed := 0
+	p.job = func(context.Context, string) (*Once, error) { return &Once{Run: simRun(rng, 100, 0.05)}, nil }
+	p.timingJob = func(context.Context, string) (*Once, error) {
+		timed++
+		return &Once{TimingWhy: "the timing run timed no step"}, nil
+	}
+	ex := &Execution{Workload: w.Name, Start: time.Now(), Timed: true, Out: "out"}
+	once, _ := p.RunOnce(context.Background(), "out/run1")
+	ex.add(once, time.Millisecond)
+	p.timeOnce(context.Background(), ex, 1)
+	var b []gate.Run
+	for range 5 {
+		b = append(b, simRun(rng, 100, 0.05))
+	}
+	rep, err := p.sampleRuns(context.Background(), ex, &Selection{Runs: b, Timing: []gate.TimingRun{simTiming(rng, 90, 0.05)}, Newest: time.Now()}, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if timed != 1 {
+		t.Errorf("%d timing runs, want 1: none after the first timed nothing", timed)
+	}
+	if rep.Timing == nil || len(rep.Timing.Metrics) != 0 || !strings.Contains(rep.Timing.Note, "the timing run timed no step") {
+		t.Errorf("report's timing %+v: want step time from the profiled runs, and why", rep.Timing)
+	}
+}
