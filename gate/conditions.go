@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -320,6 +321,63 @@ func notRecorded(why string) *runcond.Conditions { return &runcond.Conditions{No
 // inconclusive verdict alone. nil entries are runs without conditions
 // (stored before they were sampled; trace files); missing says why, for
 // the report.
+// ApplyTimingConditions adds to r's run conditions (ApplyConditions, which
+// ran first on the profiled runs) what the timing runs' own conditions
+// void, when r judged a metric on them (Report.Timing): a throttled GPU
+// in a candidate timing run voids a step-time regression, a baseline
+// timing run under worse conditions a pass, as for profiled runs.
+func ApplyTimingConditions(r *Report, base, cand []TimingRun, m ConditionMargins, missing string) {
+	if r.Conditions == nil || r.Timing == nil || len(r.Timing.Metrics) == 0 {
+		return
+	}
+	conds := func(runs []TimingRun) []*runcond.Conditions {
+		out := make([]*runcond.Conditions, len(runs))
+		for i, t := range runs {
+			out[i] = cmp.Or(t.Conditions, notRecorded(missing))
+		}
+		return out
+	}
+	rc := r.Conditions
+	bc, cc := conds(base), conds(cand)
+	pooled := PoolConditions(bc)
+	for i, c := range cc {
+		for _, why := range VoidReasons(c, pooled, m) {
+			why = fmt.Sprintf("timing run %d: %s", i+1, why)
+			if !slices.Contains(rc.Void, why) {
+				rc.Void = append(rc.Void, why)
+			}
+		}
+	}
+	if pooled != nil {
+		for _, h := range handicaps(pooled, PoolConditions(cc), m, true) {
+			if h = "timing runs: " + h; !slices.Contains(rc.BaselineWorse, h) {
+				rc.BaselineWorse = append(rc.BaselineWorse, h)
+			}
+		}
+	}
+	if rc.Voided {
+		return
+	}
+	voidVerdict(r, rc)
+}
+
+// voidVerdict makes r's verdict inconclusive where rc's conditions leave
+// it unproven: a regression beside bad candidate conditions, a pass or
+// improvement beside a baseline that ran under worse ones.
+func voidVerdict(r *Report, rc *RunConditions) {
+	switch {
+	case len(rc.Void) > 0 && r.Verdict == stats.Regression:
+		r.Verdict = stats.Inconclusive
+		rc.Voided = true
+		r.Warnings = append([]string{"run conditions void the regression: " + strings.Join(rc.Void, "; ")}, r.Warnings...)
+	case len(rc.BaselineWorse) > 0 && (r.Verdict == stats.Pass || r.Verdict == stats.Improvement):
+		was := r.Verdict
+		r.Verdict = stats.Inconclusive
+		rc.Voided = true
+		r.Warnings = append([]string{fmt.Sprintf("run conditions void the %s: the baseline ran under worse conditions than the candidate: %s (record a new baseline)", was, strings.Join(rc.BaselineWorse, "; "))}, r.Warnings...)
+	}
+}
+
 func ApplyConditions(r *Report, base, cand []*runcond.Conditions, m ConditionMargins, missing string) {
 	rc := &RunConditions{Baseline: []*runcond.Conditions{}, Candidate: []*runcond.Conditions{}, Void: []string{}, BaselineWorse: []string{}, Margins: m}
 	for _, c := range base {
@@ -350,16 +408,6 @@ func ApplyConditions(r *Report, base, cand []*runcond.Conditions, m ConditionMar
 	if pooled != nil {
 		rc.BaselineWorse = append(rc.BaselineWorse, handicaps(pooled, PoolConditions(rc.Candidate), m, true)...)
 	}
-	switch {
-	case len(rc.Void) > 0 && r.Verdict == stats.Regression:
-		r.Verdict = stats.Inconclusive
-		rc.Voided = true
-		r.Warnings = append([]string{"run conditions void the regression: " + strings.Join(rc.Void, "; ")}, r.Warnings...)
-	case len(rc.BaselineWorse) > 0 && (r.Verdict == stats.Pass || r.Verdict == stats.Improvement):
-		was := r.Verdict
-		r.Verdict = stats.Inconclusive
-		rc.Voided = true
-		r.Warnings = append([]string{fmt.Sprintf("run conditions void the %s: the baseline ran under worse conditions than the candidate: %s (record a new baseline)", was, strings.Join(rc.BaselineWorse, "; "))}, r.Warnings...)
-	}
 	r.Conditions = rc
+	voidVerdict(r, rc)
 }

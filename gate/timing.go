@@ -23,12 +23,49 @@ type TimingRun struct {
 	StepMs []float64 `json:"step_ms"`
 	Ranks  int       `json:"ranks"`
 	// Clock is what timed the steps: "cuda-events", "host" or "step_log"
-	// (runner.Clock*).
+	// (runner.Clock*), or "mixed" when ranks were timed differently.
 	Clock string `json:"clock"`
 	// Conditions are the timing run's own run conditions (nvidia-smi and
 	// the host): a timing run on a busy host is disturbed as a profiled
 	// run is.
 	Conditions *runcond.Conditions `json:"conditions,omitempty"`
+}
+
+// Clocks a timing run may name (runner.Clock*, and "mixed" for ranks
+// timed by different clocks).
+var timingClocks = []string{"cuda-events", "host", "step_log", "mixed"}
+
+// Limits of a timing run that CheckTimingRuns enforces on stored ones.
+const (
+	MaxTimingSteps = 100_000
+	MaxTimingRuns  = 10_000
+	MaxStepMs      = 1e8 // 27 hours
+)
+
+// CheckTimingRuns refuses timing runs that no gpugate run makes: an
+// unknown clock, no steps, too many, or a step time that is not positive
+// and finite within MaxStepMs. Stored baselines are read through it (an
+// imported one could hold anything), so that no such run reaches a verdict.
+func CheckTimingRuns(runs []TimingRun) error {
+	if len(runs) > MaxTimingRuns {
+		return fmt.Errorf("timing_runs: %d runs, more than %d", len(runs), MaxTimingRuns)
+	}
+	for i, r := range runs {
+		switch {
+		case !slices.Contains(timingClocks, r.Clock):
+			return fmt.Errorf("timing_runs[%d]: clock %q is not one gpugate times by", i, r.Clock)
+		case len(r.StepMs) == 0 || len(r.StepMs) > MaxTimingSteps:
+			return fmt.Errorf("timing_runs[%d]: %d steps (1 to %d)", i, len(r.StepMs), MaxTimingSteps)
+		case r.Ranks < 1:
+			return fmt.Errorf("timing_runs[%d]: %d ranks", i, r.Ranks)
+		}
+		for k, x := range r.StepMs {
+			if !(x > 0 && x <= MaxStepMs) {
+				return fmt.Errorf("timing_runs[%d]: step %d: %v ms is not a step time (above 0, at most %.0g ms)", i, k+1, x, MaxStepMs)
+			}
+		}
+	}
+	return nil
 }
 
 // TimedMetrics are the metrics judged on timing runs: step time. The other
@@ -101,6 +138,21 @@ func clocks(runs ...[]TimingRun) string {
 	}
 	slices.Sort(cs)
 	return strings.Join(cs, ", ")
+}
+
+// baseRuns and candRuns are t's sides; nil for a nil t.
+func (t *TimingRuns) baseRuns() []TimingRun {
+	if t == nil {
+		return nil
+	}
+	return t.Base
+}
+
+func (t *TimingRuns) candRuns() []TimingRun {
+	if t == nil {
+		return nil
+	}
+	return t.Cand
 }
 
 // timingSamples are the runs' step times, one slice per run.

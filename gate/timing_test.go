@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -131,5 +132,95 @@ func TestCompareTimedDisturbed(t *testing.T) {
 	rep.ReapplyHost()
 	if v := rep.metric("step_time").Verdict; v != stats.Inconclusive {
 		t.Errorf("rejudged: step_time %s, want inconclusive", v)
+	}
+}
+
+// Stored timing runs are read through CheckTimingRuns: an imported one
+// with an impossible value never reaches a verdict.
+func TestCheckTimingRuns(t *testing.T) {
+	ok := TimingRun{StepMs: []float64{1, 2}, Ranks: 1, Clock: "cuda-events"}
+	if err := CheckTimingRuns([]TimingRun{ok}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    TimingRun
+		want string
+	}{
+		{"zero", TimingRun{StepMs: []float64{1, 0}, Ranks: 1, Clock: "host"}, "step 2: 0 ms is not a step time"},
+		{"negative", TimingRun{StepMs: []float64{-1}, Ranks: 1, Clock: "host"}, "step 1: -1 ms"},
+		{"NaN", TimingRun{StepMs: []float64{math.NaN()}, Ranks: 1, Clock: "host"}, "NaN ms"},
+		{"huge", TimingRun{StepMs: []float64{1e300}, Ranks: 1, Clock: "host"}, "1e+300 ms"},
+		{"empty", TimingRun{Ranks: 1, Clock: "host"}, "0 steps"},
+		{"clock", TimingRun{StepMs: []float64{1}, Ranks: 1, Clock: "`@here`"}, "is not one gpugate times by"},
+		{"ranks", TimingRun{StepMs: []float64{1}, Clock: "host"}, "0 ranks"},
+	} {
+		if err := CheckTimingRuns([]TimingRun{ok, tc.r}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The timing runs' own run conditions void a step-time verdict as the
+// profiled runs' do: baseline timing runs on a throttled GPU make a
+// slower candidate look like a pass (the reviewer's case: 130 ms under HW
+// slowdown against 118 ms), and a throttled candidate timing run a
+// regression.
+func TestTimingConditions(t *testing.T) {
+	calm := map[string]float64{"hw_slowdown": 0, "sw_power_cap": 0}
+	hot := map[string]float64{"hw_slowdown": 0.6, "sw_power_cap": 0}
+	cond := func(sm float64, shares map[string]float64) *runcond.Conditions {
+		return &runcond.Conditions{Sampled: true, JobGPUsKnown: true, GPUs: []runcond.GPUConditions{gpu(0, "GPU-a", sm, shares)}}
+	}
+	with := func(rs []TimingRun, c *runcond.Conditions) []TimingRun {
+		for i := range rs {
+			rs[i].Conditions = c
+		}
+		return rs
+	}
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	healthy := []*runcond.Conditions{cond(1410, calm), cond(1410, calm), cond(1410, calm)}
+	for _, tc := range []struct {
+		name       string
+		bt, ct     []TimingRun
+		want       stats.Verdict
+		voidPrefix string
+	}{
+		{"throttled baseline timing runs, a pass", with(timed([]float64{130, 131}, []float64{129, 130}, []float64{130, 130}), cond(1000, hot)),
+			with(timed([]float64{118, 118}), cond(1410, calm)), stats.Inconclusive, "run conditions void the pass: the baseline ran under worse conditions than the candidate: timing runs: "},
+		{"throttled candidate timing run, a regression", with(timed([]float64{100, 101}, []float64{99, 100}, []float64{100, 100}), cond(1410, calm)),
+			with(timed([]float64{160, 161}), cond(1000, hot)), stats.Inconclusive, "run conditions void the regression: timing run 1: GPU 0: SM clock 1410 → 1000 MHz"},
+		{"healthy timing runs, a regression stands", with(timed([]float64{100, 101}, []float64{99, 100}, []float64{100, 100}), cond(1410, calm)),
+			with(timed([]float64{160, 161}), cond(1410, calm)), stats.Regression, ""},
+	} {
+		rep := Compare(base, base[:1], Options{Timing: &TimingRuns{Base: tc.bt, Cand: tc.ct, Margins: DefaultHostMargins}})
+		ApplyConditions(rep, healthy, healthy[:1], DefaultConditionMargins, "not recorded")
+		ApplyTimingConditions(rep, tc.bt, tc.ct, DefaultConditionMargins, "not recorded")
+		if rep.Verdict != tc.want {
+			t.Errorf("%s: verdict %s, want %s (void %q, baseline worse %q)", tc.name, rep.Verdict, tc.want, rep.Conditions.Void, rep.Conditions.BaselineWorse)
+		}
+		if tc.voidPrefix != "" && !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, tc.voidPrefix) }) {
+			t.Errorf("%s: warnings %q, want one starting %q", tc.name, rep.Warnings, tc.voidPrefix)
+		}
+	}
+}
+
+// A baseline timed by the GPU's events is never judged against a
+// candidate timed by its step_log: both sides' step time from the profiled
+// runs, said.
+func TestTimedClocksDiffer(t *testing.T) {
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	bt := timed([]float64{80, 81}, []float64{82, 80}, []float64{79, 80})
+	for i := range bt {
+		bt[i].Clock = "cuda-events"
+	}
+	ct := timed([]float64{40, 41})
+	ct[0].Clock = "step_log"
+	rep := Compare(base, base[:1], Options{Timing: &TimingRuns{Base: bt, Cand: ct, Margins: DefaultHostMargins}})
+	if len(rep.Timing.Metrics) != 0 || !strings.Contains(rep.Timing.Note, "timed by cuda-events, the candidate's by step_log: different clocks") {
+		t.Errorf("Timing %+v", rep.Timing)
+	}
+	if st := rep.metric("step_time"); st.Candidate.Value < 90 {
+		t.Errorf("step_time candidate %v: want the profiled runs' (~100 ms), not the step_log's 40", st.Candidate.Value)
 	}
 }

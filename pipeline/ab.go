@@ -247,6 +247,7 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 		r := gate.Compare(baseRuns, headRuns, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c),
 			Thresholds: stats.Thresholds{Alpha: plan.LookAlpha(), Paired: true}, Disturbed: disturbed(c, baseConds, headConds), Timing: t})
 		applyConditions(r, baseConds, headConds)
+		gate.ApplyTimingConditions(r, baseTiming, headTiming, gate.DefaultConditionMargins, notRecordedWhy)
 		return r
 	}
 	first := 1

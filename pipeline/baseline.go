@@ -169,6 +169,9 @@ func readStored(s baseline.Run) (*report.Analysis, *runcond.Conditions, error) {
 	if len(doc.Profiles) == 0 {
 		return nil, nil, errors.New("analysis: no profile")
 	}
+	if err := gate.CheckTimingRuns(doc.TimingRuns); err != nil {
+		return nil, nil, fmt.Errorf("analysis: %v", err)
+	}
 	cond, err := storedConditions(s)
 	if err != nil {
 		return nil, nil, err
@@ -303,6 +306,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 		Disturbed: disturbed(c, sel.Conditions, ex.Conditions), Timing: timingOptions(HostMargins(c), sel.Timing, ex)})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
+	gate.ApplyTimingConditions(rep, sel.Timing, ex.Timing, gate.DefaultConditionMargins, notRecordedWhy)
 	applyIsolation(rep, ex)
 	rep.Baseline.Newest = sel.Newest.UTC().Format(time.RFC3339)
 	if age := now.Sub(sel.Newest); c.Baseline.MaxAge > 0 && age > time.Duration(c.Baseline.MaxAge) {

@@ -155,6 +155,8 @@ type Execution struct {
 	Timed     bool
 	Timing    []gate.TimingRun
 	TimingWhy string
+	// timingStored is how many of Timing Record stored (timingOf).
+	timingStored int
 }
 
 // Tally counts job runs and their wall time, for a report's Cost.

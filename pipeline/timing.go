@@ -56,6 +56,12 @@ func (p *Plan) RunTiming(ctx context.Context, out string) (*Once, error) {
 		Isolation: res.Isolation, IsolationWarnings: res.IsolationWarnings}
 	once.Timing, once.TimingWhy = timingRun(res, w.WarmupSteps, w.MeasureSteps)
 	if once.Timing != nil {
+		if err := gate.CheckTimingRuns([]gate.TimingRun{*once.Timing}); err != nil {
+			// A step_log line of 0.00 ms: the job's own numbers, not a
+			// step time to judge.
+			once.Timing, once.TimingWhy = nil, fmt.Sprintf("the timing run's step times (by %s) cannot be judged: %v", once.Timing.Clock, err)
+			return once, nil
+		}
 		once.Timing.Conditions = res.Conditions
 	}
 	return once, nil
@@ -75,8 +81,8 @@ func timingRun(res *runner.Result, warmup, measure int) (*gate.TimingRun, string
 			}
 		}
 		tr := &gate.TimingRun{Ranks: len(res.Timing), Clock: cl[0], StepMs: make([]float64, n)}
-		if len(cl) > 1 {
-			tr.Clock = runner.ClockHost + " (ranks differ: " + fmt.Sprint(cl) + ")"
+		if len(cl) > 1 { // some ranks on CUDA, some not
+			tr.Clock = "mixed"
 		}
 		for i := range tr.StepMs {
 			for _, t := range res.Timing {
@@ -85,12 +91,14 @@ func timingRun(res *runner.Result, warmup, measure int) (*gate.TimingRun, string
 		}
 		return tr, ""
 	}
-	if xs := res.StepTimes; len(xs) > 0 {
-		lo := min(1+warmup, len(xs)-1)
+	if xs := res.StepTimes; len(xs) > 1+warmup {
+		// The steps a profiled run measures: after the first and the
+		// warm-up ones, never a cold step instead.
+		lo := 1 + warmup
 		hi := min(lo+measure, len(xs))
 		return &gate.TimingRun{Ranks: 1, Clock: runner.ClockStepLog, StepMs: slices.Clone(xs[lo:hi])}, ""
 	}
-	return nil, fmt.Sprintf("the timing run timed no step: gpugate's step hook saw %d optimizer step(s) and no step_log line matched (timing needs 1 + warmup_steps + 1 optimizer steps of a PyTorch job, or step_log)", res.Steps)
+	return nil, fmt.Sprintf("the timing run timed no step: gpugate's step hook saw %d optimizer step(s) and step_log matched %d line(s) (timing needs 1 + warmup_steps + 1 optimizer steps of a PyTorch job, or as many step_log lines)", res.Steps, len(res.StepTimes))
 }
 
 // timeOnce makes timing run i of ex (in run i's folder, timing/) and keeps
@@ -123,7 +131,7 @@ func (p *Plan) timingOn(ex *Execution) bool { return p.timing() && ex.TimingWhy 
 
 // timingOptions are the timing runs gate.Compare judges step time on; nil
 // when the candidate was not timed by choice (profiler_timing, profiler
-// none, Slurm), so that both sides' step time is the profiled runs'.
+// none), so that both sides' step time is the profiled runs'.
 func timingOptions(m gate.HostMargins, base []gate.TimingRun, ex *Execution) *gate.TimingRuns {
 	if !ex.Timed {
 		return nil
@@ -182,14 +190,20 @@ func withTiming(doc []byte, runs []gate.TimingRun) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// timingOf are the timing runs stored with profiled run i of ex when ex
-// has n profiled runs: the i-th, and with the last every one left.
+// timingOf are the timing runs to store with profiled run i of ex, the
+// newest of n, and marks them stored (Execution.timingStored): the i-th
+// when it is not the newest, every one not stored yet with the newest,
+// so that repeat: auto's timing runs after a profiled run go with the
+// next one recorded and none is stored twice.
 func timingOf(ex *Execution, i, n int) []gate.TimingRun {
-	if i >= len(ex.Timing) {
+	from := ex.timingStored
+	to := min(i+1, len(ex.Timing))
+	if i == n-1 {
+		to = len(ex.Timing)
+	}
+	if from >= to {
 		return nil
 	}
-	if i == n-1 {
-		return ex.Timing[i:]
-	}
-	return ex.Timing[i : i+1]
+	ex.timingStored = to
+	return ex.Timing[from:to]
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -176,5 +177,37 @@ func TestAutoTimingFallsBack(t *testing.T) {
 	}
 	if rep.Timing == nil || len(rep.Timing.Metrics) != 0 || !strings.Contains(rep.Timing.Note, "the timing run timed no step") {
 		t.Errorf("report's timing %+v: want step time from the profiled runs, and why", rep.Timing)
+	}
+}
+
+// Record stores each timing run once, with the profiled run recorded
+// after it (or its own): repeat: auto records after each profiled run, and
+// its timing-only runs go with the next one (the reviewer's case stored
+// timing runs 3 and 4 twice).
+func TestTimingOfStoresOnce(t *testing.T) {
+	ex := &Execution{}
+	tr := func(ms float64) gate.TimingRun { return gate.TimingRun{StepMs: []float64{ms}, Ranks: 1, Clock: "host"} }
+	ex.Timing = []gate.TimingRun{tr(1)}
+	got := [][]gate.TimingRun{timingOf(ex, 0, 1)} // run 1 recorded at once
+	ex.Timing = append(ex.Timing, tr(2), tr(3), tr(4), tr(5))
+	got = append(got, timingOf(ex, 1, 2)) // a profiled run 5: with 2..5
+	ex.Timing = append(ex.Timing, tr(6))
+	got = append(got, timingOf(ex, 2, 3))
+	want := [][]float64{{1}, {2, 3, 4, 5}, {6}}
+	for i := range want {
+		var ms []float64
+		for _, r := range got[i] {
+			ms = append(ms, r.StepMs[0])
+		}
+		if fmt.Sprint(ms) != fmt.Sprint(want[i]) {
+			t.Errorf("record %d stores timing runs %v, want %v", i+1, ms, want[i])
+		}
+	}
+	// Execute's fixed runs: one each, the last with any left.
+	ex = &Execution{Timing: []gate.TimingRun{tr(1), tr(2), tr(3)}}
+	for i, w := range []string{"[1]", "[2]", "[3]"} {
+		if g := fmt.Sprint(timingOf(ex, i, 3)[0].StepMs); g != w || len(timingOf(ex, i, 3)) != 0 {
+			t.Errorf("fixed run %d: %s, want %s once", i+1, g, w)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,7 +48,7 @@ func readProcesses(out string) ([]Process, error) {
 	files, _ := filepath.Glob(filepath.Join(out, "job-*.json"))
 	var ps []Process
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := readJobFile(f, 1<<20)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // timingName is the file each training process of a timing run writes
@@ -49,17 +50,9 @@ func readTimings(out string) ([]RankTiming, error) {
 	var ts []RankTiming
 	seen := map[int]bool{}
 	for _, f := range files {
-		fh, err := os.Open(f)
+		b, err := readJobFile(f, maxTimingFile)
 		if err != nil {
 			return nil, err
-		}
-		b, err := io.ReadAll(io.LimitReader(fh, maxTimingFile+1))
-		fh.Close()
-		if err != nil {
-			return nil, err
-		}
-		if len(b) > maxTimingFile {
-			return nil, fmt.Errorf("%s: more than %d bytes", filepath.Base(f), maxTimingFile)
 		}
 		var t RankTiming
 		if err := json.Unmarshal(b, &t); err != nil {
@@ -76,6 +69,33 @@ func readTimings(out string) ([]RankTiming, error) {
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Rank < ts[j].Rank })
 	return ts, nil
+}
+
+// readJobFile reads a file that the job's processes wrote, at most max
+// bytes: a regular file only, never through a symlink, and never waiting
+// on a FIFO the job planted in its place (O_NONBLOCK), which would hang
+// gpugate after the job's timeout.
+func readJobFile(path string, max int64) ([]byte, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", filepath.Base(path), st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: more than %d bytes", filepath.Base(path), max)
+	}
+	return b, nil
 }
 
 func (t RankTiming) check() error {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -150,5 +151,30 @@ func TestUntimedRanks(t *testing.T) {
 	}
 	if got := untimedRanks(ps, []RankTiming{{Rank: 0}}); !strings.Contains(got, "not of rank(s) 1, which trained") {
 		t.Errorf("rank 1 untimed: %q", got)
+	}
+}
+
+// A job that plants a FIFO or a symlink where its step times go gets an
+// error, at once: gpugate never waits on a pipe nobody writes.
+func TestReadTimingsPlanted(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "timing-0.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := readTimings(dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("readTimings waited on a FIFO")
+	}
+	dir = t.TempDir()
+	os.WriteFile(filepath.Join(dir, "secret"), []byte(`{"rank":0,"clock":"host","step_ms":[1]}`), 0o600)
+	os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, "timing-0.json"))
+	if _, err := readTimings(dir); err == nil {
+		t.Error("a symlink was followed")
 	}
 }

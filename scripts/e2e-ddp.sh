@@ -59,6 +59,12 @@ for how in $hows; do
 		log "FAIL: $how: $n profilers started, want exactly ranks 0 and 1 of 2 (a launcher must not profile)"; fail=1
 	fi
 	grep -q "from inside the job (rank 0" "$how.err" || { log "FAIL: $how: the fingerprint's versions are not from inside the job"; fail=1; }
+	# The timing run (no profiler, docs/verdicts.md §5d): each rank timed
+	# its own steps, the launcher none.
+	for r in 0 1; do
+		[ -s "$how/timing/timing-$r.json" ] || { log "FAIL: $how: the timing run has no step times of rank $r"; fail=1; }
+	done
+	[ ! -e "$how/timing/timing-2.json" ] || { log "FAIL: $how: a third process timed steps"; fail=1; }
 done
 
 # What was stored: per workload, one baseline of 2 ranks (0 and 1, world
@@ -76,6 +82,9 @@ for wl in ("ddp-" + h for h in sys.argv[3:]):
     print(f"e2e-ddp: {wl}: stored torch {fp['torch']}, python {fp['python']}, ranks {ranks}", file=sys.stderr)
     if ranks != [(0, 2), (1, 2)]:
         print(f"e2e-ddp: FAIL: {wl}: ranks {ranks}, want [(0, 2), (1, 2)]", file=sys.stderr); ok = False
+    tr = an.get("timing_runs") or []
+    if len(tr) != 1 or tr[0]["ranks"] != 2 or not tr[0]["step_ms"]:
+        print(f"e2e-ddp: FAIL: {wl}: stored timing runs {[(t['ranks'], len(t['step_ms'])) for t in tr]}, want one of 2 ranks", file=sys.stderr); ok = False
     if fp["torch"] != want:
         print(f"e2e-ddp: FAIL: {wl}: fingerprint torch {fp['torch']!r}, want {want!r}", file=sys.stderr); ok = False
 sys.exit(0 if ok else 1)

@@ -70,6 +70,9 @@ func TestHostileImports(t *testing.T) {
 		{"cpus 1.5", cpus.ReplaceAllString(export, `"cpus":1.5`), "fingerprint: json: cannot unmarshal number 1.5"},
 		{"median_step name index 2^40", boxName.ReplaceAllString(export, `${1}1099511627776`), "a box names name 1099511627776"},
 		{"span_ns 1e18", span.ReplaceAllString(export, `"span_ns":1000000000000000000`), "span_ns: 1000000000000000000 is not a duration"},
+		// A timing run (docs/verdicts.md §5d) whose step time is not one:
+		// step time would be judged on it.
+		{"timing run of -5 ms", strings.Replace(export, `"analysis":{`, `"analysis":{"timing_runs":[{"step_ms":[10,-5],"ranks":1,"clock":"host"}],`, 1), "timing_runs[0]: step 2: -5 ms is not a step time"},
 	} {
 		f := filepath.Join(dir, "hostile.json")
 		os.WriteFile(f, []byte(c.json), 0o600)
