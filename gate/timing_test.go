@@ -52,7 +52,9 @@ func TestCompareTimed(t *testing.T) {
 	if math.Abs(st.Baseline.Value-wantB) > 1e-9 || math.Abs(st.Candidate.Value-wantC) > 1e-9 {
 		t.Errorf("step_time %v → %v, want the timing runs' %v → %v", st.Baseline.Value, st.Candidate.Value, wantB, wantC)
 	}
-	if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.HasPrefix(n, "from timing runs: 3 baseline and 1 candidate run(s)") }) {
+	if !slices.ContainsFunc(st.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "from timing runs: 3 baseline and 1 candidate run(s)")
+	}) {
 		t.Errorf("step_time notes %q: want where it came from", st.Notes)
 	}
 	if rep.metric("sync_calls").Verdict != stats.Regression {
