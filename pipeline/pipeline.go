@@ -374,8 +374,9 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 // cannot issue workflow commands.
 func inActions() bool { return os.Getenv("GITHUB_ACTIONS") == "true" }
 
-// Execute runs the workload Repeat times (and once more unprofiled when it
-// has a step_log) and analyzes every run.
+// Execute runs the workload Repeat times, profiled, each run followed by a
+// timing run (timing.go; with profiler_timing, once more unprofiled when
+// it has a step_log instead), and analyzes every run.
 func Execute(ctx context.Context, o Options) (*Execution, error) {
 	p, err := Prepare(ctx, o)
 	if err != nil {
