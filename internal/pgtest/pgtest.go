@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ type cluster struct {
 	dir, bin, sock string
 	super          *sql.DB
 	err            error
+	// watch stops the cluster and removes its folder when the test
+	// binary dies without Stop (killed, or go test's timeout).
+	watch *exec.Cmd
 }
 
 var (
@@ -111,6 +115,9 @@ func start() {
 		c.err = err
 		return
 	}
+	if c.err = startWatch(dir); c.err != nil {
+		return
+	}
 	opts := fmt.Sprintf("-c listen_addresses='' -c unix_socket_directories=%s -c fsync=off -c max_connections=200", dir)
 	if out, err := command("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
@@ -124,6 +131,24 @@ func start() {
 	if _, err := c.super.Exec(fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD '%s'`, Role, strings.ReplaceAll(Password, "'", "''"))); err != nil {
 		c.err = fmt.Errorf("create role: %v", err)
 	}
+}
+
+// startWatch starts the cluster's watchdog: a shell in a session of its
+// own that polls this process once a second and, when it is gone without
+// Stop (a test binary killed, or ended by go test's timeout, runs no
+// TestMain epilogue), stops the server at once and removes dir. Without
+// it every killed run left a postgres running (three were found after
+// one session's killed runs).
+func startWatch(dir string) error {
+	stop := command("pg_ctl", "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop").Args
+	script := `p=$1; d=$2; shift 2; while kill -0 "$p" 2>/dev/null; do sleep 1; done; "$@" >/dev/null 2>&1; rm -rf "$d"`
+	w := exec.Command("sh", append([]string{"-c", script, "pgtest-watch", strconv.Itoa(os.Getpid()), dir}, stop...)...)
+	w.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("pgtest: start the cluster's watchdog: %v", err)
+	}
+	c.watch = w
+	return nil
 }
 
 // writeAs writes a file of the cluster, owned by the cluster's user.
@@ -224,6 +249,14 @@ func Stop() {
 	if c.super != nil {
 		c.super.Close()
 	}
+	if c.watch != nil {
+		c.watch.Process.Kill()
+		c.watch.Wait()
+	}
 	command("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop").Run()
 	os.RemoveAll(c.dir)
 }
+
+// Dir is the cluster's folder ("" before one started): a test of the
+// watchdog looks for it.
+func Dir() string { return c.dir }
