@@ -51,6 +51,14 @@ func textReport(t string) (honestReport, error) {
 		if n, ok := strings.CutPrefix(line, "noise: "); ok {
 			rep.Noise = n
 		}
+		// The explanation under the table: "  step_time inconclusive: why".
+		if name, why, ok := strings.Cut(strings.TrimPrefix(line, "  "), " inconclusive: "); ok && strings.HasPrefix(line, "  ") && !strings.Contains(name, " ") {
+			for i := range rep.Metrics {
+				if rep.Metrics[i].Name == name && rep.Metrics[i].Reason == "" {
+					rep.Metrics[i].Reason = why
+				}
+			}
+		}
 		m := textRow.FindStringSubmatch(strings.NewReplacer("−", "-", "∞", "Inf").Replace(line))
 		if m == nil {
 			continue
@@ -88,7 +96,8 @@ func pctOr(p *float64, inf float64) float64 {
 // exactly the honest outcomes, and log the numbers that show why: the same
 // code is pass or inconclusive, never a regression, and an inconclusive
 // gate metric's interval reaches past its allowance (else it would have
-// passed); a slowdown of METRIC is a regression, or inconclusive with the
+// passed), unless the metric has no time verdict because every run of a
+// side ran on a busy host (docs/verdicts.md §5c); a slowdown of METRIC is a regression, or inconclusive with the
 // interval's low end above 0 (worse, significantly, but not yet shown
 // beyond the allowance), never a pass.
 func honest(ts *testscript.TestScript, neg bool, args []string) {
@@ -150,7 +159,10 @@ func honestCheck(data []byte, how []string) (logs []string, err error) {
 		switch {
 		case metric == "" && m.Gate && m.Verdict == "regression":
 			return logs, fmt.Errorf("the same code, yet %s", line(i))
-		case metric == "" && m.Gate && m.Verdict == "inconclusive" && hi <= m.AllowancePct && lo >= -m.AllowancePct:
+		case metric == "" && m.Gate && m.Verdict == "inconclusive" && hi <= m.AllowancePct && lo >= -m.AllowancePct && !strings.HasPrefix(m.Reason, "no time verdict: "):
+			// (A time metric whose every run on a side ran on a busy
+			// host has no verdict whatever its interval: docs/verdicts.md
+			// §5c. That is honest.)
 			return logs, fmt.Errorf("inconclusive, yet the interval lies within the allowance: %s (%s)", line(i), m.Reason)
 		case m.Name == metric:
 			found = true
@@ -194,6 +206,7 @@ func TestHonestCheck(t *testing.T) {
 		{"same: regression", []string{"same"}, rep("regression", m("step_time", "lower", "regression", true, "40", "20", "60")), "the same code, yet step_time regression"},
 		{"same: inconclusive within the allowance", []string{"same"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "1", "-5", "7")), "interval lies within the allowance"},
 		{"same: no-baseline", []string{"same"}, rep("no-baseline"), `the verdict is "no-baseline"`},
+		{"same: no time verdict on a busy host", []string{"same"}, rep("inconclusive", strings.Replace(m("step_time", "lower", "inconclusive", true, "1", "-5", "7"), `"reason": "r"`, `"reason": "no time verdict: every candidate run was disturbed (run 1: the host was busy)"`, 1)), ""},
 		{"slower: regression", []string{"slower", "step_time"}, rep("regression", m("step_time", "lower", "regression", true, "40", "20", "60")), ""},
 		{"slower: inconclusive above 0", []string{"slower", "step_time"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "30", "2", "70")), ""},
 		{"slower: inconclusive across 0", []string{"slower", "step_time"}, rep("inconclusive", m("step_time", "lower", "inconclusive", true, "30", "-2", "70")), "want regression, or inconclusive with the interval's low end above 0"},
@@ -232,6 +245,16 @@ func TestHonestCheckText(t *testing.T) {
 	logs, err := honestCheck([]byte(out), []string{"same"})
 	if err != nil || !strings.Contains(strings.Join(logs, "\n"), "step_time inconclusive: +49.9% [-Inf, +Inf] worse, allowance 15%") {
 		t.Errorf("1 vs 1: %v %q\n%s", err, logs, out)
+	}
+	// The reason under the table is read: a time metric without a verdict
+	// because the host was busy is honest, whatever its interval.
+	busy := "gpugate: INCONCLUSIVE — 0 regression(s)\n*step_time                 10.00 ms       10.82 ms     +8.2% [-15.0, +37.7]    ±50%  inconclusive (p=0.500 n=5+1)\n" +
+		"  step_time inconclusive: no time verdict: every candidate run was disturbed (run 1: the host was busy: other processes used 1.9 of 2 CPUs during the run)\n"
+	if _, err := honestCheck([]byte(busy), []string{"same"}); err != nil {
+		t.Errorf("no time verdict on a busy host: %v", err)
+	}
+	if _, err := honestCheck([]byte(strings.Replace(busy, "no time verdict: every candidate run was disturbed", "Δ +8.2% within", 1)), []string{"same"}); err == nil {
+		t.Error("inconclusive within the allowance for another reason: honest, want dishonest")
 	}
 	if _, err := honestCheck([]byte("gpugate: nothing here\n"), []string{"same"}); err == nil {
 		t.Errorf("a text without metric rows was read")
