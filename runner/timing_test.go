@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +177,72 @@ func TestReadTimingsPlanted(t *testing.T) {
 	os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, "timing-0.json"))
 	if _, err := readTimings(dir); err == nil {
 		t.Error("a symlink was followed")
+	}
+}
+
+// TestTimingRunCUDAPath drives the hook's CUDA path without a GPU (none
+// here): torch.cuda is replaced, inside the job, by a stand-in whose
+// events record the host's clock and count their waits. The hook must
+// record one event per boundary, wait once, on the last event, only after
+// the last timed step (no synchronisation inside the window), and write
+// the events' times as the steps, clock cuda-events. What a real GPU's
+// events measure is for scripts/gpu-check.sh.
+func TestTimingRunCUDAPath(t *testing.T) {
+	py := "/usr/bin/python3"
+	if exec.Command(py, "-c", "import torch").Run() != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s has no torch (scripts/setup-profilers.sh)", py)
+		}
+		t.Skipf("%s has no torch", py)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "loop.py")
+	os.WriteFile(script, []byte(`
+import sys, time, torch
+log = []
+class Event:
+    def __init__(self, enable_timing=False):
+        assert enable_timing
+        self.t = None
+    def record(self):
+        self.t = time.perf_counter()
+        log.append("record")
+    def synchronize(self):
+        log.append("sync")
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1000.0 + 1000.0   # +1 s: the events' times, not the host's
+torch.cuda.is_available = lambda: True
+torch.cuda.is_initialized = lambda: True
+torch.cuda.Event = Event
+m = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(1, 11):
+    opt.zero_grad()
+    m(torch.randn(4, 8)).sum().backward()
+    opt.step()
+    log.append("step%d" % step)
+print("LOG " + " ".join(log), flush=True)
+`), 0o644)
+	res, err := Run(context.Background(), Job{Name: "cuda", Args: []string{py, script}, Dir: dir, Timeout: time.Minute,
+		Profiler: None, Timing: true, WarmupSteps: 1, MeasureSteps: 4, Out: filepath.Join(dir, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Timing) != 1 {
+		t.Fatalf("%d ranks timed", len(res.Timing))
+	}
+	tm := res.Timing[0]
+	if tm.Clock != ClockCUDAEvents || len(tm.StepMs) != 4 || tm.FirstStep != 3 {
+		t.Fatalf("timing %+v, want 4 steps (3 to 6) by cuda-events", tm)
+	}
+	for i, ms := range tm.StepMs {
+		if ms < 1000 || ms-1000 > 10_000 || math.Abs(tm.HostMs[i]-(ms-1000)) > 50 {
+			t.Errorf("step %d: %.3f ms by the events, %.3f ms by the host: want the events' (+1000 ms)", tm.FirstStep+i, ms, tm.HostMs[i])
+		}
+	}
+	b, _ := os.ReadFile(res.Log)
+	want := "LOG step1 record step2 record step3 record step4 record step5 record sync step6 step7 step8 step9 step10"
+	if !strings.Contains(string(b), want) {
+		t.Errorf("the job's log:\n%s\nwant %q: an event at boundaries 2 to 6, one wait after the last", b, want)
 	}
 }
