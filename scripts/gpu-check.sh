@@ -193,6 +193,20 @@ run_demo() {
 }
 run_demo baseline "" "0" -record-baseline
 run_demo rerun "" "0 1"
+# The timing run (no profiler, docs/verdicts.md §5d): on a GPU its steps
+# are timed by CUDA events; compared with the host's clock of the same
+# boundaries and with the profiled run's trace step (the profiler's cost).
+OK=0 step "timing-baseline" 30 "$PY" - "$OUT/runs/baseline" <<'PY' || true
+import json, os, statistics, sys
+d = sys.argv[1]
+t = json.load(open(os.path.join(d, "timing", "timing-0.json")))
+p = json.load(open(os.path.join(d, "analysis.json")))["profiles"][0]
+ev, host = statistics.fmean(t["step_ms"]), statistics.fmean(t["host_step_ms"])
+prof = p["summary"]["step_time_ms"]["mean"]
+print(f"timing run: clock {t['clock']}, {len(t['step_ms'])} steps from step {t['first_step']}, mean {ev:.3f} ms by the events, {host:.3f} ms by the host; profiled run's trace {prof:.3f} ms (x{prof / ev:.3f})")
+sys.exit(0 if t["clock"] == "cuda-events" and abs(ev - host) < 0.1 * host else 1)
+PY
+note "  $(head -n 1 "$OUT/timing-baseline.log" 2>/dev/null)"
 # The slow loader and the host syncs must fail the gate (exit 1).
 run_demo slow-loader slow-loader "1"
 run_demo host-sync host-sync "1"
