@@ -48,7 +48,8 @@ run() {
 # honest NAME same|slower: a timing outcome is one of the honest ones, and
 # its step_time row (the numbers that show why) is logged. The same code:
 # pass or inconclusive, never a regression. A slowdown: a regression, or
-# inconclusive with the interval's low end above 0, never a pass.
+# inconclusive with the interval's low end above 0, or with no time
+# verdict because every candidate run ran on a busy host; never a pass.
 honest() {
 	local name=$1 how=$2 r
 	r=$(grep -E '^\*step_time ' "$name.out" | head -n 1 || true)
@@ -61,6 +62,10 @@ honest() {
 			:
 		elif [[ $r =~ \[\+([0-9.]+),.*\ inconclusive\ \( ]] && awk -v lo="${BASH_REMATCH[1]}" 'BEGIN { exit !(lo > 0) }'; then
 			log "$name: inconclusive, honestly: slower, significantly (the interval's low end is above 0), not yet beyond the allowance"
+		elif [[ $r =~ \ inconclusive\ \( ]] && grep -q '^  step_time inconclusive: no time verdict: every candidate run was disturbed' "$name.out"; then
+			# Beside other work (scripts/busy.sh) every run is disturbed:
+			# no time verdict, by design (docs/verdicts.md §5c).
+			log "$name: inconclusive, honestly: no time verdict, the host was busy: $(grep -o 'every candidate run was disturbed ([^;)]*' "$name.out" | head -n 1)"
 		else
 			log "FAIL: $name: a slowdown, yet: $r"; fail=1
 		fi ;;
