@@ -180,6 +180,14 @@ func (s *SMISampler) run(ctx context.Context) {
 	// Bounded: a --help-query-gpu that left a child holding its stdout
 	// once hung gpugate past every limit (internal/bounded).
 	hres, err := bounded.Run(ctx, bounded.Options{Limit: 20 * time.Second, MaxOutput: 1 << 20, Stderr: true}, path, "--help-query-gpu")
+	// A wrapper written just before (a Slurm node's, slurm.go) can be
+	// "text file busy" for a moment: a process another goroutine forked
+	// meanwhile holds its write descriptor until it execs (golang/go#22315;
+	// seen once under scripts/busy.sh). Retried a few times, briefly.
+	for try := 1; try <= 5 && errors.Is(err, syscall.ETXTBSY); try++ {
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+		hres, err = bounded.Run(ctx, bounded.Options{Limit: 20 * time.Second, MaxOutput: 1 << 20, Stderr: true}, path, "--help-query-gpu")
+	}
 	help := hres.Out
 	if err != nil {
 		s.notSampled(fmt.Sprintf("nvidia-smi --help-query-gpu failed: %v: %s", err, oneLine(lastLine(string(help)))))

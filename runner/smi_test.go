@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -332,5 +333,41 @@ func TestRunWithoutSMI(t *testing.T) {
 	}
 	if c := res.Conditions; c == nil || c.Sampled || c.NotSampled != "no nvidia-smi" {
 		t.Errorf("conditions %+v, want not sampled: no nvidia-smi", c)
+	}
+}
+
+// A wrapper still open for writing somewhere ("text file busy", as a
+// Slurm node's nvidia-smi wrapper was once under scripts/busy.sh, while a
+// process forked meanwhile held its descriptor) is retried, not taken for
+// a machine without nvidia-smi.
+func TestSMITextFileBusy(t *testing.T) {
+	done := fakeOnPath(t, "h200-load", "help-query-gpu-580.txt")
+	// The stand-in is reached through PATH's symlink named nvidia-smi.
+	wrapper := filepath.Join(t.TempDir(), "nvidia-smi-n1")
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nexec nvidia-smi \"$@\"\n"), 0o755)
+	busy, err := os.OpenFile(wrapper, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(wrapper, "--help-query-gpu").Run(); err == nil || !errors.Is(err, syscall.ETXTBSY) {
+		busy.Close()
+		t.Skipf("exec of a file open for writing gave %v, not ETXTBSY, here", err)
+	}
+	time.AfterFunc(120*time.Millisecond, func() { busy.Close() })
+	s := StartSMI(context.Background(), SMIOptions{Path: wrapper, Interval: 20 * time.Millisecond})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(done, "done.query-gpu")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			t.Fatal("no sampling within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if c := s.Stop(); !c.Sampled {
+		t.Errorf("not sampled: %s", c.NotSampled)
 	}
 }
