@@ -81,4 +81,16 @@ mutant pipeline/ab.go ./pipeline TestSequentialAB 'if plan.Fixed || i < plan.Min
 	'ab looks first one pair late'
 mutant pipeline/ab.go ./pipeline TestSequentialAB 'func (p ABPlan) LookAlpha() float64 { return p.Alpha / float64(p.Looks()) }' 'func (p ABPlan) LookAlpha() float64 { return p.Alpha }' \
 	'every look of ab at the whole DefaultABAlpha (no Bonferroni)'
+
+# Timing runs (issue 27, docs/verdicts.md §5d).
+mutant gate/gate.go ./gate 'TestCompareTimed$' 'useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0' 'useTiming := false && tim != nil' \
+	'step time judged on the profiled runs although both sides have timing runs'
+mutant gate/gate.go ./gate TestTimedClocksDiffer 'useTiming && bc != cc {' 'useTiming && bc != cc && false {' \
+	'sides timed by different clocks compared'
+mutant gate/conditions.go ./gate TestTimingConditions 'if r.Conditions == nil || r.Timing == nil || len(r.Timing.Metrics) == 0 {' 'if true {' \
+	"the timing runs' run conditions ignored"
+mutant pipeline/auto.go ./pipeline TestAutoTimingRuns 'if !p.timingOn(ex) || needsProfiles(rep) {' 'if true {' \
+	'repeat: auto profiles every run although only step time is undecided'
+mutant pipeline/timing.go ./pipeline TestTimingOfStoresOnce 'return ex.Timing[from:to]' 'return ex.Timing[0:to]' \
+	'a timing run stored with every later profiled run'
 exit $survived
