@@ -423,20 +423,11 @@ func Compare(base, cand []Run, opt Options) *Report {
 		if timeBusy && len(quietBase) > 0 && len(quietCand) > 0 {
 			b, c = quietBase, quietCand
 		}
-		bs, cs := samples(b, m, &rep.Warnings), samples(c, m, &rep.Warnings)
 		if timed {
-			allow, minAbs := DefaultAllowance(m)
-			if a, ok := opt.Allowances[m.Name]; ok {
-				allow = a
-			}
-			if a, ok := opt.MinAbs[m.Name]; ok {
-				minAbs = a
-			}
-			rep.Metrics = append(rep.Metrics, rep.compareTimed(stats.Spec{
-				Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
-			}, tim, opt.Thresholds))
+			rep.Metrics = append(rep.Metrics, rep.compareTimed(spec(m, opt, gates, nil), tim, opt.Thresholds))
 			continue
 		}
+		bs, cs := samples(b, m, &rep.Warnings), samples(c, m, &rep.Warnings)
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}
@@ -459,23 +450,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the baseline's is %s, the candidate's %s, different quantities: not compared (torch.profiler profile_memory on both sides, or on neither)", m.Name, memMeasure(base), memMeasure(cand)))
 			continue
 		}
-		allow, minAbs := DefaultAllowance(m)
-		if a, ok := opt.Allowances[m.Name]; ok {
-			allow = a
-		}
-		if a, ok := opt.MinAbs[m.Name]; ok {
-			minAbs = a
-		} else if m.Name == "sync_calls" && allZero(bs) {
-			// New sync points: the baseline has none in any step, so a
-			// sync in every 3rd step (0.33 a step) is as new as one in
-			// every step. The 0.5 minimum is for counts that exist,
-			// whose per-step mean moves by fractions when a sync lands
-			// in one step or the next.
-			minAbs = 0
-		}
-		res := stats.Compare(stats.Spec{
-			Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name],
-		}, bs, cs, opt.Thresholds)
+		res := stats.Compare(spec(m, opt, gates, bs), bs, cs, opt.Thresholds)
 		if timeBusy {
 			hostBusyResult(&res, opt.Disturbed, len(quietBase), len(quietCand))
 		}
@@ -511,6 +486,28 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.Nodes = nodeView(base, cand)
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
+}
+
+// spec is how metric m is judged under opt (gates is Gates(opt)): its
+// allowance and smallest absolute change, perf.yaml's where it sets them,
+// else DefaultAllowance's, and whether it gates. bs are the baseline's
+// samples of m.
+func spec(m analysis.Metric, opt Options, gates map[string]bool, bs [][]float64) stats.Spec {
+	allow, minAbs := DefaultAllowance(m)
+	if a, ok := opt.Allowances[m.Name]; ok {
+		allow = a
+	}
+	if a, ok := opt.MinAbs[m.Name]; ok {
+		minAbs = a
+	} else if m.Name == "sync_calls" && allZero(bs) {
+		// New sync points: the baseline has none in any step, so a
+		// sync in every 3rd step (0.33 a step) is as new as one in
+		// every step. The 0.5 minimum is for counts that exist,
+		// whose per-step mean moves by fractions when a sync lands
+		// in one step or the next.
+		minAbs = 0
+	}
+	return stats.Spec{Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: gates[m.Name]}
 }
 
 // allZero reports whether every step of every run is 0 (and there is one).

@@ -44,15 +44,7 @@ func Rejudge(old stats.Result, base, cand [][]float64, opt Options) (stats.Resul
 	if !ok || m.Name != old.Name {
 		return old, fmt.Errorf("metric %q is not one gpugate computes", old.Name)
 	}
-	allow, minAbs := DefaultAllowance(m)
-	if a, ok := opt.Allowances[m.Name]; ok {
-		allow = a
-	}
-	if a, ok := opt.MinAbs[m.Name]; ok {
-		minAbs = a
-	}
-	r := stats.Compare(stats.Spec{Name: m.Name, Unit: m.Unit, Better: int(m.Better), Allowance: allow, MinAbs: minAbs, Gate: Gates(opt)[m.Name]},
-		base, cand, th)
+	r := stats.Compare(spec(m, opt, Gates(opt), base), base, cand, th)
 	if r.Verdict == stats.Regression {
 		r.Why = old.Why
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -41,6 +42,12 @@ func TestNewSyncInSomeSteps(t *testing.T) {
 	}
 	if !strings.HasPrefix(sc.Why, "`host-sync`") {
 		t.Errorf("sync_calls why %q", sc.Why)
+	}
+	// Judged again from its samples (the Action's trusted phase,
+	// Rejudge): the same regression, by the same rule.
+	m, _ := analysis.MetricByName("sync_calls")
+	if re, err := Rejudge(*sc, Samples(base, m), Samples(cand, m), Options{}); err != nil || re.Verdict != stats.Regression {
+		t.Errorf("rejudged 0 → 0.33 syncs a step: %s (%s) %v; want regression", re.Verdict, stats.FormatDelta(re), err)
 	}
 	// Not gated: reported, with its finding, but the run passes.
 	rep = Compare(base, cand, Options{Gate: []string{"step_time"}})
