@@ -377,14 +377,9 @@ func Compare(base, cand []Run, opt Options) *Report {
 	quietBase, quietCand := opt.Disturbed.quietRuns(base, cand, opt.Thresholds.Paired)
 	if busy {
 		rep.HostBusy = &opt.Disturbed
-		for _, side := range []struct {
-			name string
-			runs []string
-		}{{"baseline", opt.Disturbed.Base}, {"candidate", opt.Disturbed.Cand}} {
-			for _, b := range Busy(side.runs) {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s: left out of the time metrics (%s)", side.name, b, leftOut))
-			}
-		}
+		rep.Warnings = append(rep.Warnings, opt.Disturbed.busyLines(func(side, run string) string {
+			return fmt.Sprintf("%s %s: left out of the time metrics (%s)", side, run, leftOut)
+		})...)
 	}
 	if tim != nil {
 		rep.Timing = &Timing{BaseRuns: len(tim.Base), CandRuns: len(tim.Cand), BaseProfiled: len(base), CandProfiled: len(cand), Clock: clocks(tim.Base, tim.Cand)}
@@ -392,14 +387,9 @@ func Compare(base, cand []Run, opt Options) *Report {
 			rep.Timing.Metrics = slices.Clone(TimedMetrics)
 			if d := tim.disturbed(); d.any() {
 				rep.Timing.Disturbed = &d
-				for _, side := range []struct {
-					name string
-					runs []string
-				}{{"baseline", d.Base}, {"candidate", d.Cand}} {
-					for _, b := range Busy(side.runs) {
-						rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s timing %s: left out of step_time", side.name, b))
-					}
-				}
+				rep.Warnings = append(rep.Warnings, d.busyLines(func(side, run string) string {
+					return fmt.Sprintf("%s timing %s: left out of step_time", side, run)
+				})...)
 			}
 		} else {
 			why := tim.Why

@@ -105,26 +105,57 @@ func IsTime(m analysis.Metric) bool {
 // paired runs (A/B) a pair goes when either run of it was disturbed, so
 // that the pairs stay pairs.
 func (d Disturbed) quietRuns(base, cand []Run, paired bool) (b, c []Run) {
+	qb, qc := d.quietIdx(len(base), len(cand), paired)
+	return pick(base, qb), pick(cand, qc)
+}
+
+// quietIdx picks the indices of the runs of each side that were not
+// disturbed; paired, a pair goes when either run of it was.
+func (d Disturbed) quietIdx(nb, nc int, paired bool) (b, c []int) {
 	busy := func(rs []string, i int) bool { return i < len(rs) && rs[i] != "" }
 	if paired {
-		for i := range min(len(base), len(cand)) {
+		for i := range min(nb, nc) {
 			if !busy(d.Base, i) && !busy(d.Cand, i) {
-				b, c = append(b, base[i]), append(c, cand[i])
+				b, c = append(b, i), append(c, i)
 			}
 		}
 		return b, c
 	}
-	for i, r := range base {
+	for i := range nb {
 		if !busy(d.Base, i) {
-			b = append(b, r)
+			b = append(b, i)
 		}
 	}
-	for i, r := range cand {
+	for i := range nc {
 		if !busy(d.Cand, i) {
-			c = append(c, r)
+			c = append(c, i)
 		}
 	}
 	return b, c
+}
+
+// pick returns xs at the indices.
+func pick[T any](xs []T, idx []int) []T {
+	out := make([]T, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, xs[i])
+	}
+	return out
+}
+
+// busyLines are the warnings naming each disturbed run of each side:
+// line(side, "run N: why").
+func (d Disturbed) busyLines(line func(side, run string) string) []string {
+	var out []string
+	for _, s := range []struct {
+		name string
+		runs []string
+	}{{"baseline", d.Base}, {"candidate", d.Cand}} {
+		for _, b := range Busy(s.runs) {
+			out = append(out, line(s.name, b))
+		}
+	}
+	return out
 }
 
 // any reports whether any run is disturbed.
@@ -197,34 +228,23 @@ func (r *Report) JudgedRuns(m analysis.Metric, base, cand []Run) ([]Run, []Run) 
 // or no verdict when a side had no quiet run. The overall verdict is the
 // caller's to derive again.
 func (r *Report) ReapplyHost() {
-	r.reapplyTimingHost()
+	paired := r.SampleUnit == stats.UnitPair
+	if t := r.Timing; t != nil && t.Disturbed != nil {
+		qb, qc := t.Disturbed.quietIdx(t.BaseRuns, t.CandRuns, paired)
+		for i, res := range r.Metrics {
+			if r.timed(res.Name) {
+				hostBusyResult(&r.Metrics[i], *t.Disturbed, len(qb), len(qc))
+			}
+		}
+	}
 	if r.HostBusy == nil {
 		return
 	}
 	// The runs each side had (Side.Runs): Disturbed may list fewer.
-	busy := func(rs []string, i int) bool { return i < len(rs) && rs[i] != "" }
-	qb, qc := 0, 0
-	if r.SampleUnit == stats.UnitPair {
-		for i := range min(r.Baseline.Runs, r.Candidate.Runs) {
-			if !busy(r.HostBusy.Base, i) && !busy(r.HostBusy.Cand, i) {
-				qb, qc = qb+1, qc+1
-			}
-		}
-	} else {
-		for i := range r.Baseline.Runs {
-			if !busy(r.HostBusy.Base, i) {
-				qb++
-			}
-		}
-		for i := range r.Candidate.Runs {
-			if !busy(r.HostBusy.Cand, i) {
-				qc++
-			}
-		}
-	}
+	qb, qc := r.HostBusy.quietIdx(r.Baseline.Runs, r.Candidate.Runs, paired)
 	for i, res := range r.Metrics {
 		if m, ok := analysis.MetricByName(res.Name); ok && IsTime(m) && !r.timed(m.Name) {
-			hostBusyResult(&r.Metrics[i], *r.HostBusy, qb, qc)
+			hostBusyResult(&r.Metrics[i], *r.HostBusy, len(qb), len(qc))
 		}
 	}
 }
@@ -232,18 +252,4 @@ func (r *Report) ReapplyHost() {
 // timed reports whether r judged metric name on timing runs.
 func (r *Report) timed(name string) bool {
 	return r.Timing != nil && slices.Contains(r.Timing.Metrics, name)
-}
-
-// reapplyTimingHost is ReapplyHost for the metrics judged on timing runs.
-func (r *Report) reapplyTimingHost() {
-	if r.Timing == nil || r.Timing.Disturbed == nil {
-		return
-	}
-	d := *r.Timing.Disturbed
-	qb, qc := d.quietIdx(r.Timing.BaseRuns, r.Timing.CandRuns, r.SampleUnit == stats.UnitPair)
-	for i, res := range r.Metrics {
-		if r.timed(res.Name) {
-			hostBusyResult(&r.Metrics[i], d, len(qb), len(qc))
-		}
-	}
 }

@@ -164,40 +164,6 @@ func timingSamples(runs []TimingRun) [][]float64 {
 	return out
 }
 
-// quietIdx picks the indices of the runs of each side that were not
-// disturbed; paired, a pair goes when either run of it was.
-func (d Disturbed) quietIdx(nb, nc int, paired bool) (b, c []int) {
-	busy := func(rs []string, i int) bool { return i < len(rs) && rs[i] != "" }
-	if paired {
-		for i := range min(nb, nc) {
-			if !busy(d.Base, i) && !busy(d.Cand, i) {
-				b, c = append(b, i), append(c, i)
-			}
-		}
-		return b, c
-	}
-	for i := range nb {
-		if !busy(d.Base, i) {
-			b = append(b, i)
-		}
-	}
-	for i := range nc {
-		if !busy(d.Cand, i) {
-			c = append(c, i)
-		}
-	}
-	return b, c
-}
-
-// pick returns xs at the indices.
-func pick[T any](xs []T, idx []int) []T {
-	out := make([]T, 0, len(idx))
-	for _, i := range idx {
-		out = append(out, xs[i])
-	}
-	return out
-}
-
 // timingDisturbed is HostBusy of each timing run of each side.
 func (t *TimingRuns) disturbed() Disturbed {
 	cs := func(rs []TimingRun) []*runcond.Conditions {
@@ -210,19 +176,37 @@ func (t *TimingRuns) disturbed() Disturbed {
 	return Disturbed{Base: Disturbances(cs(t.Base), t.Margins), Cand: Disturbances(cs(t.Cand), t.Margins)}
 }
 
-// compareTimed judges a timed metric on the timing runs: their quiet
-// runs, or every run (and no verdict) when a side has no quiet run left.
-func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresholds) stats.Result {
-	d := t.disturbed()
-	qb, qc := d.quietIdx(len(t.Base), len(t.Cand), th.Paired)
-	b, c := timingSamples(t.Base), timingSamples(t.Cand)
+// quietTiming are the step times a timed metric is judged on: those of
+// the timing runs of each side that d leaves quiet, or of every run when
+// a side has none left (the metric then has no verdict); and how many
+// quiet runs each side had.
+func (d Disturbed) quietTiming(bt, ct []TimingRun, paired bool) (b, c [][]float64, quietBase, quietCand int) {
+	qb, qc := d.quietIdx(len(bt), len(ct), paired)
+	b, c = timingSamples(bt), timingSamples(ct)
 	if len(qb) > 0 && len(qc) > 0 {
 		b, c = pick(b, qb), pick(c, qc)
 	}
+	return b, c, len(qb), len(qc)
+}
+
+// timingDisturbed are the timing runs rep found disturbed (Compare sets
+// Timing.Disturbed when any was); none otherwise.
+func (rep *Report) timingDisturbed() Disturbed {
+	if rep.Timing == nil || rep.Timing.Disturbed == nil {
+		return Disturbed{}
+	}
+	return *rep.Timing.Disturbed
+}
+
+// compareTimed judges a timed metric on the timing runs: their quiet
+// runs, or every run (and no verdict) when a side has no quiet run left.
+func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresholds) stats.Result {
+	d := rep.timingDisturbed()
+	b, c, qb, qc := d.quietTiming(t.Base, t.Cand, th.Paired)
 	res := stats.Compare(spec, b, c, th)
 	res.Notes = append(res.Notes, fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand)))
 	if d.any() {
-		hostBusyResult(&res, d, len(qb), len(qc))
+		hostBusyResult(&res, d, qb, qc)
 	}
 	return res
 }
@@ -233,17 +217,8 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 // Action stores these (Result.Samples), so that judging them again
 // (Rejudge) judges what the gate judged.
 func (rep *Report) JudgedSamples(m analysis.Metric, base, cand []Run, bt, ct []TimingRun) (bs, cs [][]float64) {
-	if rep.Timing != nil && slices.Contains(rep.Timing.Metrics, m.Name) {
-		paired := rep.SampleUnit == stats.UnitPair
-		d := Disturbed{}
-		if rep.Timing.Disturbed != nil {
-			d = *rep.Timing.Disturbed
-		}
-		qb, qc := d.quietIdx(len(bt), len(ct), paired)
-		b, c := timingSamples(bt), timingSamples(ct)
-		if len(qb) > 0 && len(qc) > 0 {
-			b, c = pick(b, qb), pick(c, qc)
-		}
+	if rep.timed(m.Name) {
+		b, c, _, _ := rep.timingDisturbed().quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
 		return b, c
 	}
 	jb, jc := rep.JudgedRuns(m, base, cand)
