@@ -366,9 +366,7 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 		smp.Profiled = len(baseRuns)
 	}
 	if timingOn() {
-		var ov Execution
-		ov.Runs, ov.Timing = append(slices.Clone(baseRuns), headRuns...), append(slices.Clone(baseTiming), headTiming...)
-		if rep.Overhead = timingOverhead(&ov); rep.Overhead != nil {
+		if rep.Overhead = timingOverhead(append(slices.Clone(baseRuns), headRuns...), append(slices.Clone(baseTiming), headTiming...)); rep.Overhead != nil {
 			fmt.Fprintf(o.Log, "gpugate: profiling overhead %s\n", report.OverheadText(rep.Overhead))
 		}
 	}

@@ -93,7 +93,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		ex.RunTime += time.Since(start) // the jobs and their analysis
 	}
 	if p.timing() {
-		ex.Overhead = timingOverhead(ex)
+		ex.Overhead = timingOverhead(ex.Runs, ex.Timing)
 		rep.Overhead = ex.Overhead
 	}
 	n := p.runsMade(ex)

@@ -141,17 +141,13 @@ func timingOptions(m gate.HostMargins, base []gate.TimingRun, ex *Execution) *ga
 
 // timingOverhead is the profiler's cost: the profiled runs' step times
 // (from their traces) against the timing runs'; nil without both.
-func timingOverhead(ex *Execution) *gate.Overhead {
+func timingOverhead(runs []gate.Run, timing []gate.TimingRun) *gate.Overhead {
 	m, _ := analysis.MetricByName("step_time")
-	var prof [][]float64
-	for _, r := range ex.Runs {
-		prof = append(prof, gate.Samples([]gate.Run{r}, m)...)
-	}
 	var timed []float64
-	for _, t := range ex.Timing {
+	for _, t := range timing {
 		timed = append(timed, t.StepMs...)
 	}
-	o := gate.NewOverhead(prof, timed)
+	o := gate.NewOverhead(gate.Samples(runs, m), timed)
 	if o != nil {
 		o.Source = "the profiled runs' traces against the timing runs"
 	}
