@@ -31,7 +31,9 @@ import (
 //     The last step ends at the end of the last host range of that thread.
 //  3. The period of the GPU op sequence ("kernel-period"): the names of the
 //     GPU ops (kernels, copies, memsets) in the order their API calls
-//     launched them repeat with one iteration's period P. Candidate periods
+//     launched them repeat with one iteration's period P. Ops without a
+//     launching call (unified-memory migrations) are left out of the
+//     sequence; they join the steps by their start. Candidate periods
 //     are the distances between consecutive ops of the same name; each is
 //     scored by the share of positions i with name(i) = name(i+P) (give or
 //     take max(3, P/100) positions), and the best score wins (the shortest
@@ -207,12 +209,25 @@ type launched struct {
 func (r *Result) periodSteps() inferred {
 	p := r.Profile
 	none := inferred{method: StepsWhole}
-	// GPU ops in launch order: by their API call's start, else their own.
-	// Ops launched before the capture are no iteration's.
+	// GPU ops in the order their API calls launched them. Ops launched
+	// before the capture are no iteration's, and ops without a launching
+	// call (unified-memory page migrations, which the driver starts on a
+	// page fault) are no evidence of the loop: a one-shot program that
+	// faults in 2,370 pages is not 2,371 steps of one copy. Analyze puts
+	// them in the steps the launched ops define, by their start (windows).
+	// Only a trace in which no op has a launching call (no API calls
+	// recorded) orders its ops by their own start.
+	anyLaunched := false
+	for i := range p.GPU {
+		if r.Launch[i] >= 0 {
+			anyLaunched = true
+			break
+		}
+	}
 	ops := make([]launched, 0, len(p.GPU))
 	keys := map[[2]int32]int32{}
 	for i := range p.GPU {
-		if r.isPreCapture(i) {
+		if r.isPreCapture(i) || anyLaunched && r.Launch[i] < 0 {
 			continue
 		}
 		op := &p.GPU[i]
