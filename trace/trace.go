@@ -348,22 +348,37 @@ func BaseAPIName(name string) string {
 	}
 }
 
+// SyncCalls are the API functions that block the host until the device
+// catches up, besides the synchronous copies (SyncAPI): device, thread,
+// stream, event and context synchronization of the CUDA runtime, the CUDA
+// driver and HIP. docs/metrics.md ("Sync calls") lists them;
+// TestSyncCallsDocumented keeps the two identical.
+var SyncCalls = []string{
+	"cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+	"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+	"hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipCtxSynchronize",
+}
+
+var syncCalls = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range SyncCalls {
+		m[n] = true
+	}
+	return m
+}()
+
 // SyncAPI reports whether a CUDA (runtime or driver) or HIP API call blocks
-// the host until the device catches up: device, stream, event and context
-// synchronization, and the copies that are not Async. Any version or
-// per-thread-stream suffix is ignored (BaseAPIName).
+// the host until the device catches up: one of SyncCalls, or a copy that is
+// not Async (a name that starts with cudaMemcpy, cuMemcpy or hipMemcpy and
+// does not contain Async). Any version or per-thread-stream suffix is
+// ignored (BaseAPIName).
 func SyncAPI(name string) bool {
 	name = BaseAPIName(name)
+	if syncCalls[name] {
+		return true
+	}
 	for _, pre := range [...]string{"cuda", "cu", "hip"} {
-		rest, ok := strings.CutPrefix(name, pre)
-		if !ok {
-			continue
-		}
-		switch rest {
-		case "DeviceSynchronize", "StreamSynchronize", "EventSynchronize", "CtxSynchronize", "ThreadSynchronize":
-			return true
-		}
-		if strings.HasPrefix(rest, "Memcpy") && !strings.Contains(rest, "Async") {
+		if rest, ok := strings.CutPrefix(name, pre); ok && strings.HasPrefix(rest, "Memcpy") && !strings.Contains(rest, "Async") {
 			return true
 		}
 	}
