@@ -345,10 +345,21 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 
 // LeftOut is a step left out of the analysis, and why, with its GPU ops.
 type LeftOut struct {
-	Name     string `json:"name"`
-	Reason   string `json:"reason"`
-	StepTime int64  `json:"step_time_ns"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+	// The step's window [s0, s1) and host window [h0, h1), as a kept
+	// step's: the first kept step starts where the warm-up's window ends.
+	Start     int64 `json:"start_ns"`
+	End       int64 `json:"end_ns"`
+	HostStart int64 `json:"host_start_ns"`
+	HostEnd   int64 `json:"host_end_ns"`
+	StepTime  int64 `json:"step_time_ns"`
 	OpCounts        // the step's GPU ops: kernels, memcpy, memset
+}
+
+// leftOut describes step s, left out for why.
+func leftOut(s *Step, why string) LeftOut {
+	return LeftOut{Name: s.Name, Reason: why, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd, StepTime: s.StepTime(), OpCounts: s.Ops()}
 }
 
 // Trim returns the steps that Analyze keeps out of n: the edges of a
@@ -364,6 +375,9 @@ type LeftOut struct {
 // earlier work drains.) From 4 steps the last is left out, from 5 the first
 // too.
 func Trim(n int) (lo, hi int) { return trimBounds(n) }
+
+// LeftOutStep describes step s, left out of the analysis for why.
+func LeftOutStep(s *Step, why string) LeftOut { return leftOut(s, why) }
 
 func trimBounds(n int) (lo, hi int) {
 	switch {
@@ -397,7 +411,7 @@ func (r *Result) trim() {
 		default:
 			continue
 		}
-		r.LeftOut = append(r.LeftOut, LeftOut{Name: r.Steps[i].Name, Reason: why, StepTime: r.Steps[i].StepTime(), OpCounts: r.Steps[i].Ops()})
+		r.LeftOut = append(r.LeftOut, leftOut(&r.Steps[i], why))
 	}
 	start, end := r.Steps[lo].Start, r.Steps[hi-1].End
 	gaps := r.Gaps[:0]

@@ -243,3 +243,35 @@ func TestSecondMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestLeftOutWindows: left-out steps carry their windows, so that the first
+// kept step can be checked against them. On the V100 ResNet-50 capture the
+// host windows are ProfilerStep#5 and #10 (ts and dur read from the JSON
+// with Python's json: #5 lasts 176,078 µs, #10 164,261 µs and starts
+// 885,056 µs after #5); the windows are those of the same steps analysed
+// with every step kept, and the kept steps lie between them.
+func TestLeftOutWindows(t *testing.T) {
+	rel := resnet + "num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+	p, err := kineto.ReadFile(fixtures.Path(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Analyze(p, Options{})
+	all := Analyze(p, Options{KeepEdges: true})
+	if len(r.LeftOut) != 2 || len(all.Steps) != 6 {
+		t.Fatalf("%d left out, %d steps in all; want 2 and 6", len(r.LeftOut), len(all.Steps))
+	}
+	a, b := r.LeftOut[0], r.LeftOut[1]
+	if a.HostEnd-a.HostStart != 176_078_000 || b.HostEnd-b.HostStart != 164_261_000 || b.HostStart-a.HostStart != 885_056_000 {
+		t.Errorf("left-out host windows [%d, %d) and [%d, %d), want ProfilerStep#5's and #10's", a.HostStart, a.HostEnd, b.HostStart, b.HostEnd)
+	}
+	for k, i := range []int{0, 5} {
+		l, s := r.LeftOut[k], all.Steps[i]
+		if l.Name != s.Name || l.Start != s.Start || l.End != s.End || l.HostStart != s.HostStart || l.HostEnd != s.HostEnd || l.StepTime != s.End-s.Start {
+			t.Errorf("left out %+v, want the window of %s [%d, %d) host [%d, %d)", l, s.Name, s.Start, s.End, s.HostStart, s.HostEnd)
+		}
+	}
+	if first, last := r.Steps[0], r.Steps[len(r.Steps)-1]; first.Start < a.End || b.Start < last.End {
+		t.Errorf("kept steps [%d, %d) overlap the left-out windows [%d, %d) and [%d, %d)", first.Start, last.End, a.Start, a.End, b.Start, b.End)
+	}
+}

@@ -575,7 +575,7 @@ func (a *Analysis) Results() []*analysis.Result {
 			lo, hi := analysis.Trim(len(steps))
 			for i := range steps {
 				if i < lo || i >= hi {
-					leftOut = append(leftOut, analysis.LeftOut{Name: steps[i].Name, Reason: "edge step of an older analysis", StepTime: steps[i].StepTime(), OpCounts: steps[i].Ops()})
+					leftOut = append(leftOut, analysis.LeftOutStep(&steps[i], "edge step of an older analysis"))
 				}
 			}
 			steps = steps[lo:hi]

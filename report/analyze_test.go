@@ -156,7 +156,7 @@ func TestAnalysisJSONConservation(t *testing.T) {
 			k, c, s = k+st.K, c+st.C, s+st.S
 		}
 		for _, l := range p.LeftOut {
-			checkKeys(t, "left_out entry", keys(l), []string{"name", "reason", "step_time_ns", "kernels", "memcpy", "memset"})
+			checkKeys(t, "left_out entry", keys(l), []string{"name", "reason", "start_ns", "end_ns", "host_start_ns", "host_end_ns", "step_time_ns", "kernels", "memcpy", "memset"})
 			k, c, s = k+int(l["kernels"].(float64)), c+int(l["memcpy"].(float64)), s+int(l["memset"].(float64))
 		}
 		if p.Pre != nil {

@@ -19,8 +19,9 @@ import (
 // while analysis reads only a few of them: the step and data-loader ranges
 // (by name), the ranges that enclose a blocking CUDA call (the host-sync
 // finding names them), the ranges around the longest GPU idle gaps (the
-// low-utilization finding names them), and the earliest and latest range
-// of each process (they bound the whole-profile window).
+// low-utilization finding names them), and the earliest-starting and the
+// latest-ending range of each process (they bound the whole-profile window,
+// which runs from the earliest start to the latest end).
 
 // gapsKept is how many of a process's longest GPU idle gaps keep the ranges
 // that overlap them. The low-utilization finding names what the host did

@@ -48,8 +48,8 @@ type Options struct {
 	// data-loader ranges, host-sync stand-ins: pass every pattern that
 	// analysis will match ranges with), those that enclose the start of a
 	// blocking CUDA call on their thread, those that overlap one of their
-	// process's longest GPU idle gaps, and each process's earliest- and
-	// latest-ending range. Exports without CUDA API calls keep every range.
+	// process's longest GPU idle gaps, and each process's earliest-starting
+	// and latest-ending range (they bound the whole-profile window). Exports without CUDA API calls keep every range.
 	// Nil keeps every range.
 	RangeNames []*regexp.Regexp
 }
