@@ -17,7 +17,8 @@ const MoreWorkFLOPs = 0.05
 
 // moreWork adds the "more-work" finding when the candidate does more work
 // per step than the baseline: more FLOPs per step on some rank, or (without
-// FLOPs) more kernels per step. A step that does more takes longer for
+// FLOPs) more calls of the counted operators per step on some rank
+// (moreCalls), or more kernels per step. A step that does more takes longer for
 // that reason, whatever else the trace shows (issue 28: three extra
 // forward passes on rank 0, FLOPs +52%, were headlined as host-sync from
 // the .item() calls they made). Its AccountsMs estimates the time the
@@ -30,6 +31,8 @@ func (rep *Report) moreWork(b, c rankSide) {
 	var f *Finding
 	if ff := rep.moreFLOPs(b, c); ff != nil {
 		f = ff
+	} else if fc := rep.moreCalls(b, c); fc != nil {
+		f = fc
 	} else if fk := rep.moreKernels(); fk != nil {
 		f = fk
 	}
@@ -134,6 +137,102 @@ func (rep *Report) moreFLOPs(b, c rankSide) *Finding {
 		ev = append(ev, "the operators are not known (a baseline stored before gpugate kept them)")
 	}
 	ev = append(ev, fmt.Sprintf("the baseline's %.1f ms of busy time per step on that rank, scaled by its FLOPs, is %.1f ms more", b.busy[best], bestMs))
+	f.Evidence = strings.Join(ev, "; ")
+	return f
+}
+
+// moreCalls is the finding from operator calls per step, for traces
+// without FLOPs on both sides (torch 1.13's profiler records neither flops
+// nor shapes, so moreFLOPs has nothing to compare): the matrix operators
+// analysis counts (analysis.WorkResult.Ops: aten::linear, mm, addmm, conv,
+// …) are still there, with their calls per step. A rank whose calls per
+// step rose by MoreWorkFLOPs or more against the baseline does more work
+// (calls of a model and batch are deterministic, like its FLOPs); of
+// several, the one whose extra work costs most. The estimate is the
+// baseline's busy time per step on that rank (host time less data wait
+// without a GPU) times the rise of its calls, bounded by the change in
+// moreWork. Issue 36: eight extra forward passes on rank 0 under torch
+// 1.13, each ending in .item(), were headlined as a host sync that
+// "accounts for 0.01 ms" of a +167 ms change.
+func (rep *Report) moreCalls(b, c rankSide) *Finding {
+	total := func(m map[string]float64) float64 {
+		var t float64
+		for _, v := range m {
+			t += v
+		}
+		return t
+	}
+	best, bestMs := -1, math.Inf(-1)
+	for _, k := range c.order {
+		bc, cc := b.calls[k], c.calls[k]
+		if bc == nil || cc == nil {
+			continue
+		}
+		tb, tc := total(bc), total(cc)
+		if tb <= 0 || tc < (1+MoreWorkFLOPs)*tb {
+			continue
+		}
+		if ms := (tc/tb - 1) * b.busy[k]; ms > bestMs && !math.IsInf(ms, 0) && !math.IsNaN(ms) {
+			best, bestMs = k, ms
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	rank := func(k int) string {
+		if !c.known[k] {
+			return fmt.Sprintf("rank #%d", k)
+		}
+		return fmt.Sprintf("rank %d", k)
+	}
+	where := ""
+	if len(c.order) > 1 {
+		where = " on " + rank(best)
+		if n := c.node[best]; n != "" {
+			where += " (node " + escape.CodeSpan(n) + ")"
+		}
+	}
+	bc, cc := b.calls[best], c.calls[best]
+	tb, tc := total(bc), total(cc)
+	// The operators whose calls rose, most added calls first.
+	type opd struct {
+		name   string
+		bc, cc float64
+	}
+	var ops []opd
+	for name, v := range cc {
+		if v > bc[name] {
+			ops = append(ops, opd{name, bc[name], v})
+		}
+	}
+	slices.SortFunc(ops, func(x, y opd) int { return cmp.Or(cmp.Compare(y.cc-y.bc, x.cc-x.bc), strings.Compare(x.name, y.name)) })
+	f := &Finding{New: true, AccountsMs: bestMs}
+	f.ID = "more-work"
+	for i, o := range ops {
+		if i == 3 {
+			break
+		}
+		f.Culprits = append(f.Culprits, fmt.Sprintf("%s %s → %s calls per step", escape.CodeSpan(o.name), num(o.bc), num(o.cc)))
+	}
+	f.Summary = fmt.Sprintf("the candidate does more work per step%s: its matrix operators' calls per step %+.0f%% (%s → %s; the trace records no FLOPs)", where, 100*(tc/tb-1), num(tb), num(tc))
+	var ev []string
+	if len(f.Culprits) > 0 {
+		ev = append(ev, "added by "+strings.Join(f.Culprits, ", "))
+	}
+	// Against the other ranks of the candidate, which run the same model.
+	if len(ops) > 0 {
+		top := ops[0].name
+		for _, k := range c.order {
+			if k == best || c.calls[k] == nil {
+				continue
+			}
+			ev = append(ev, fmt.Sprintf("%s runs %s %s calls per step (baseline %s)", rank(k), escape.CodeSpan(top), num(c.calls[k][top]), num(b.calls[k][top])))
+		}
+	}
+	if sb, okb := b.step[best]; okb {
+		ev = append(ev, fmt.Sprintf("that rank's step %.1f → %.1f ms", sb, c.step[best]))
+	}
+	ev = append(ev, fmt.Sprintf("the baseline's %.1f ms of busy time per step on that rank, scaled by its operator calls, is %.1f ms more", b.busy[best], bestMs))
 	f.Evidence = strings.Join(ev, "; ")
 	return f
 }

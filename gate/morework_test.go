@@ -119,3 +119,72 @@ func TestMoreWorkHeadsSyncRegression(t *testing.T) {
 		t.Errorf("same work, new syncs: cause %q, want host-sync", rep.Cause)
 	}
 }
+
+// noFLOPs strips a rank's FLOP counts, as torch 1.13 writes them: its
+// operators and their calls per step are there, their FLOPs are not.
+func noFLOPs(r *analysis.Result) *analysis.Result {
+	w := r.Work
+	w.FLOPsSource, w.FLOPOps, w.Uncounted = "", int(w.Ops[0].Calls)*len(w.Steps), int(w.Ops[0].Calls)*len(w.Steps)
+	for i := range w.Steps {
+		w.Steps[i].FLOPs = nil
+	}
+	for i := range w.Ops {
+		w.Ops[i].FLOPs = 0
+	}
+	return r
+}
+
+// TestMoreWorkWithoutFLOPs is issue 36's case: under torch 1.13, which
+// records no FLOPs, rank 0 runs extra forward passes each ending in
+// .item(). The cause is still more-work on rank 0, named by the operator
+// whose calls per step rose (aten::linear 4 → 8), against the baseline and
+// against rank 1 (4); not host-sync. Before, with no FLOPs and no kernels,
+// nothing found the extra work.
+func TestMoreWorkWithoutFLOPs(t *testing.T) {
+	var base []Run
+	for i := range 5 {
+		j := 0.5 + 0.2*float64(i)
+		base = append(base, Run{noFLOPs(ddpRank(0, 8, 20, j, 1e9, 4, 0)), noFLOPs(ddpRank(1, 8, 20, j, 1e9, 4, 0))})
+	}
+	cand := []Run{{noFLOPs(ddpRank(0, 8, 40, 0.5, 2e9, 8, 8)), noFLOPs(ddpRank(1, 8, 40, 0.5, 1e9, 4, 0))}}
+	rep := Compare(base, cand, Options{})
+	if st := rep.metric("step_time"); st == nil || st.Verdict != stats.Regression {
+		t.Fatalf("step_time %+v, want a regression", st)
+	}
+	if rep.Cause != "more-work" || len(rep.Findings) == 0 {
+		t.Fatalf("cause %q, want more-work; findings %+v", rep.Cause, rep.Findings)
+	}
+	f := rep.Findings[0]
+	// By hand (TestMoreWorkIsTheCause): rank 0's baseline busy time is
+	// 19.8875 ms per step (no GPU: the host step, no data wait), its calls
+	// +100% (4 → 8): 19.8875 ms of the 20.05 ms change.
+	if f.ID != "more-work" || !strings.Contains(f.Summary, "on rank 0") || !strings.Contains(f.Summary, "+100% (4 → 8; the trace records no FLOPs)") ||
+		math.Abs(f.AccountsMs-19.8875) > 1e-9 || len(f.Culprits) != 1 || f.Culprits[0] != "`aten::linear` 4 → 8 calls per step" ||
+		!strings.Contains(f.Evidence, "rank 1 runs `aten::linear` 4 calls per step (baseline 4)") {
+		t.Errorf("leading finding %+v: want more-work on rank 0, 19.8875 ms, naming aten::linear 4 → 8 and rank 1's 4", f)
+	}
+	if sc := rep.metric("sync_calls"); sc.Verdict != stats.Regression || !strings.HasPrefix(sc.Why, "`host-sync`") {
+		t.Errorf("sync_calls %s, why %q: want a regression explained by host-sync", sc.Verdict, sc.Why)
+	}
+	// The same calls: the syncs are the cause.
+	cand = []Run{{noFLOPs(ddpRank(0, 8, 40, 0.5, 1e9, 4, 8)), noFLOPs(ddpRank(1, 8, 40, 0.5, 1e9, 4, 0))}}
+	if rep = Compare(base, cand, Options{}); rep.Cause == "more-work" {
+		t.Errorf("same calls: cause more-work, findings %+v", rep.Findings)
+	}
+	// A baseline without operators (stored before gpugate kept them): no
+	// claim either way.
+	var bare []Run
+	for _, run := range base {
+		var r2 Run
+		for _, r := range run {
+			c := *r
+			c.Work = nil
+			r2 = append(r2, &c)
+		}
+		bare = append(bare, r2)
+	}
+	cand = []Run{{noFLOPs(ddpRank(0, 8, 40, 0.5, 2e9, 8, 8)), noFLOPs(ddpRank(1, 8, 40, 0.5, 1e9, 4, 0))}}
+	if rep = Compare(bare, cand, Options{}); rep.Cause == "more-work" {
+		t.Errorf("baseline without operators: cause more-work, findings %+v", rep.Findings)
+	}
+}

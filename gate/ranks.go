@@ -46,6 +46,10 @@ type rankSide struct {
 	step, syncs, busy map[int]float64
 	flops             map[int]float64 // ranks with FLOPs on every run
 	ops               map[int]map[string]analysis.OpWork
+	// calls are the counted operators' calls per step (analysis.OpWork),
+	// by rank and operator, for ranks whose every run has them, FLOPs or
+	// not: torch 1.13 records no FLOPs, but its operators are there.
+	calls map[int]map[string]float64
 	path, node        map[int]string
 	known             map[int]bool
 	order             []int
@@ -65,9 +69,10 @@ func perRank(runs []Run) rankSide {
 	st, _ := analysis.MetricByName("step_time")
 	sc, _ := analysis.MetricByName("sync_calls")
 	s := rankSide{step: map[int]float64{}, syncs: map[int]float64{}, busy: map[int]float64{}, flops: map[int]float64{},
-		ops: map[int]map[string]analysis.OpWork{}, path: map[int]string{}, node: map[int]string{}, known: map[int]bool{}}
+		ops: map[int]map[string]analysis.OpWork{}, calls: map[int]map[string]float64{}, path: map[int]string{}, node: map[int]string{}, known: map[int]bool{}}
 	n := map[int]int{}
 	nf := map[int]int{}
+	nc := map[int]int{}
 	for _, run := range runs {
 		for pos, r := range run {
 			k, known := rankKey(r, pos)
@@ -81,6 +86,15 @@ func perRank(runs []Run) rankSide {
 			y, _ := RunValue(Run{r}, sc)
 			s.syncs[k] += y
 			s.busy[k] += busy(r)
+			if r.Work != nil && len(r.Work.Ops) > 0 {
+				if s.calls[k] == nil {
+					s.calls[k] = map[string]float64{}
+				}
+				for _, o := range r.Work.Ops {
+					s.calls[k][o.Name] += o.Calls
+				}
+				nc[k]++
+			}
 			if f, ok := flopsPerStep(r); ok {
 				s.flops[k] += f
 				nf[k]++
@@ -99,6 +113,17 @@ func perRank(runs []Run) rankSide {
 		s.step[k] /= float64(c)
 		s.syncs[k] /= float64(c)
 		s.busy[k] /= float64(c)
+		if nc[k] != c {
+			delete(s.calls, k) // operators in some runs only
+		} else {
+			for name, v := range s.calls[k] {
+				if v /= float64(c); math.IsInf(v, 0) || math.IsNaN(v) {
+					delete(s.calls, k)
+					break
+				}
+				s.calls[k][name] = v
+			}
+		}
 		if nf[k] != c {
 			// FLOPs in some runs only: no mean to compare.
 			delete(s.flops, k)
