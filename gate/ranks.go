@@ -49,10 +49,10 @@ type rankSide struct {
 	// calls are the counted operators' calls per step (analysis.OpWork),
 	// by rank and operator, for ranks whose every run has them, FLOPs or
 	// not: torch 1.13 records no FLOPs, but its operators are there.
-	calls map[int]map[string]float64
-	path, node        map[int]string
-	known             map[int]bool
-	order             []int
+	calls      map[int]map[string]float64
+	path, node map[int]string
+	known      map[int]bool
+	order      []int
 }
 
 // rankKey is a rank's identity across runs: its rank when the trace says,
