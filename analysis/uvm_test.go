@@ -176,6 +176,13 @@ func TestUVMOneShot(t *testing.T) {
 	if got := r.Steps[0].Ops(); got != (OpCounts{Kernels: 1, Memcpy: 2370}) {
 		t.Errorf("the window holds %+v, want every op: 1 kernel, 2370 copies", got)
 	}
+	// The migrations run under the kernel: nothing is memcpy-bound (before,
+	// each one-copy step was all exposed copy).
+	for _, f := range r.Findings() {
+		if f.ID == "memcpy-bound" {
+			t.Errorf("finding %+v: the copies run under the kernel", f)
+		}
+	}
 }
 
 // TestUVMLaunchedPeriod is the CLUE capture's shape: launched ops repeat
