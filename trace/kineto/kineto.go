@@ -323,11 +323,18 @@ func (p *parser) event() error {
 				err = p.memArgsBeforePh() // memory.go
 				break
 			}
-			if len(e.cat) > 0 && (e.kind < catKernel || e.kind > catAPI) {
+			// A counted operator's args hold its shapes; the CPU-only
+			// autograd profiler's events (torch 1.13 without Kineto) have
+			// no category, and their operators are counted too: their
+			// calls per step say what work a step does where no FLOPs are
+			// recorded (package gate's more-work finding).
+			if len(e.cat) == 0 || e.kind < catKernel || e.kind > catAPI {
 				if k := trace.FLOPKindOf(unsafeString(e.name)); k != trace.FLOPNone {
 					err = p.flopArgs(k) // shapes.go
 					break
 				}
+			}
+			if len(e.cat) > 0 && (e.kind < catKernel || e.kind > catAPI) {
 				err = s.skipValue() // cpu_op args are large and unused
 				break
 			}
