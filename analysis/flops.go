@@ -247,7 +247,7 @@ func (r *Result) work(w Work) *WorkResult {
 		wr.PeakTFLOPS = &peak
 	}
 	switch {
-	case wr.FLOPsSource == "" && wr.Uncounted == 0:
+	case wr.FLOPsSource == "":
 		// The most basic reason first: without FLOPs there is no MFU
 		// whatever the GPU (torch 1.13's CPU-only trace has empty args).
 		wr.MFUAbsent = "no FLOPs: the trace records neither flops nor shapes of matmul/conv operators (perf.yaml flops: true records them; torch 1.13's CPU-only profiler writes none)"
