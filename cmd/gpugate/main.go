@@ -116,7 +116,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd, actionCmd,
-		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd,
+		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd, ciCmd,
 		dashboardCmd}
 }
 
