@@ -270,5 +270,3 @@ func annotationStyle(v stats.Verdict, code int) buildkite.Style {
 	}
 	return buildkite.Success
 }
-
-
