@@ -316,6 +316,26 @@ func TestCIGitLab(t *testing.T) {
 			t.Errorf("unauthenticated request %s %s", q.Method, q.Path)
 		}
 	}
+
+	// A token GitLab refuses: the note cannot be posted, which is trouble
+	// (exit 2, as the Action does), saying why; the note stays as it was.
+	wrong := "glpat-REVOKED000000000000"
+	bad := mr(r.fixed)
+	for i := range bad {
+		if bad[i] == r.gitlabToken {
+			bad[i] = wrong
+		}
+	}
+	code, _, stderr = r.run(t, r.fixed, bad...)
+	if code != 2 || !strings.Contains(stderr, "no merge request note: gitlab: read the token's user: the token was refused") || !strings.Contains(stderr, "HTTP 401") {
+		t.Errorf("refused token: exit %d, want 2 and the reason:\n%s", code, stderr)
+	}
+	if strings.Contains(stderr, wrong) {
+		t.Errorf("the refused token is in the output")
+	}
+	if n := mine(); len(n) != 1 || n[0].Edits != 1 {
+		t.Errorf("after the refused token: notes %+v, want the one note untouched", n)
+	}
 	r.noSecrets(t)
 }
 
