@@ -150,6 +150,12 @@ func runCI(ctx context.Context, stdout, stderr io.Writer, getenv func(string) st
 		return err
 	}
 	done, err := p.post(ctx, slug, oc.Report.Verdict, code, md.Bytes())
+	if errors.Is(err, action.ErrReadOnly) {
+		// As the Action: a read-only token (a fork's pull request on
+		// GitHub) is no trouble of the check's.
+		fmt.Fprintf(stderr, "gpugate: warning: no %s: %s; the report is in %s\n", p.where, escape.Terminal(err.Error()), escape.Terminal(oc.Out))
+		return verdictErr
+	}
 	if err != nil {
 		err = fmt.Errorf("no %s: %w", p.where, err)
 		if code == exitRegression {

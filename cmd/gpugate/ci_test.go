@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpugate/gpugate/action"
 	"github.com/gpugate/gpugate/internal/fixtures"
+	"github.com/gpugate/gpugate/internal/ghfake"
 	"github.com/gpugate/gpugate/internal/glfake"
 )
 
@@ -401,6 +402,31 @@ if [ -n "$BUILDKITE_AGENT_ACCESS_TOKEN" ]; then echo yes > "$f.token"; fi
 	args2, _, _ := annotation(calls[0])
 	if len(args2) != 5 || args2[2] != args[2] || args2[4] == "error" {
 		t.Errorf("next build: buildkite-agent %q, want the context %q again and no error style", args2, args[2])
+	}
+	r.noSecrets(t)
+}
+
+// TestCIGitHub: the same command under GitHub Actions records the
+// baseline on a push to the default branch and, in the 3× slower pull
+// request, exits 1 with one PR comment (the Action's marker) naming
+// step_time, through the Action's GitHub client.
+func TestCIGitHub(t *testing.T) {
+	r := newCIRepo(t)
+	gh := ghfake.New()
+	defer gh.Close()
+	gh.Repo, gh.Login = "acme/train", "perf-bot"
+	common := []string{"GITHUB_ACTIONS", "true", "GITHUB_API_URL", gh.URL, "GITHUB_REPOSITORY", "acme/train", "GPUGATE_GITHUB_TOKEN", r.gitlabToken}
+	if code, _, stderr := r.run(t, r.base, append([]string{"GITHUB_EVENT_NAME", "push", "GITHUB_REF_NAME", "main", "GITHUB_SHA", r.base}, common...)...); code != 0 {
+		t.Fatalf("push to main: exit %d:\n%s", code, stderr)
+	}
+	code, _, stderr := r.run(t, r.slow, append([]string{"GITHUB_EVENT_NAME", "pull_request", "GITHUB_REF", "refs/pull/9/merge", "GITHUB_HEAD_REF", "feat",
+		"GITHUB_BASE_REF", "main", "GITHUB_SHA", r.slow}, common...)...)
+	if code != 1 {
+		t.Fatalf("3× slower pull request: exit %d, want 1:\n%s", code, stderr)
+	}
+	comments, _ := gh.Snapshot(9)
+	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, action.Marker("train")) || !strings.Contains(comments[0].Body, "step_time") {
+		t.Fatalf("comments on #9: %+v, want one with the marker naming step_time", comments)
 	}
 	r.noSecrets(t)
 }
