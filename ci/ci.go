@@ -89,6 +89,19 @@ func Detect(getenv func(string) string) Build {
 		return n
 	}
 	switch {
+	// GitHub first: under GITHUB_ACTIONS the output goes to GitHub's
+	// runner, which reads workflow commands in it, whatever else is set.
+	case getenv("GITHUB_ACTIONS") == "true":
+		b.CI = GitHub
+		ev := getenv("GITHUB_EVENT_NAME")
+		b.Schedule = ev == "schedule"
+		if strings.HasPrefix(ev, "pull_request") {
+			b.Change = true
+			b.Target = getenv("GITHUB_BASE_REF")
+			if m := prRef.FindStringSubmatch(getenv("GITHUB_REF")); m != nil {
+				b.Number = number(m[1])
+			}
+		}
 	case getenv("GITLAB_CI") == "true":
 		b.CI = GitLab
 		b.APIURL, b.Project = getenv("CI_API_V4_URL"), getenv("CI_PROJECT_ID")
@@ -112,17 +125,6 @@ func Detect(getenv func(string) string) Build {
 		if n := number(getenv("BUILDKITE_PULL_REQUEST")); n > 0 {
 			b.Change, b.Number = true, n
 			b.Target = getenv("BUILDKITE_PULL_REQUEST_BASE_BRANCH")
-		}
-	case getenv("GITHUB_ACTIONS") == "true":
-		b.CI = GitHub
-		ev := getenv("GITHUB_EVENT_NAME")
-		b.Schedule = ev == "schedule"
-		if strings.HasPrefix(ev, "pull_request") {
-			b.Change = true
-			b.Target = getenv("GITHUB_BASE_REF")
-			if m := prRef.FindStringSubmatch(getenv("GITHUB_REF")); m != nil {
-				b.Number = number(m[1])
-			}
 		}
 	}
 	return b
