@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -429,4 +430,17 @@ func TestCIGitHub(t *testing.T) {
 		t.Fatalf("comments on #9: %+v, want one with the marker naming step_time", comments)
 	}
 	r.noSecrets(t)
+}
+
+// TestCIOutsideCI: outside a CI gpugate knows, gpugate ci refuses (exit 2)
+// and says what it looked for, before it reads perf.yaml or runs anything.
+func TestCIOutsideCI(t *testing.T) {
+	for _, k := range []string{"GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE"} {
+		t.Setenv(k, "")
+	}
+	var o, e bytes.Buffer
+	code := gpugate(context.Background(), []string{"ci", "-config", filepath.Join(t.TempDir(), "absent.yaml")}, &o, &e)
+	if code != 2 || !strings.Contains(e.String(), "no CI detected: none of GITHUB_ACTIONS, GITLAB_CI or BUILDKITE is true") {
+		t.Errorf("gpugate ci outside CI: exit %d, stderr %q", code, e.String())
+	}
 }
