@@ -14,9 +14,11 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/ci/buildkite"
 	"github.com/gpugate/gpugate/internal/fixtures"
 	"github.com/gpugate/gpugate/internal/ghfake"
 	"github.com/gpugate/gpugate/internal/glfake"
+	"github.com/gpugate/gpugate/stats"
 )
 
 // ciTrain is the job's training loop: a step is a sleep of D seconds,
@@ -442,5 +444,23 @@ func TestCIOutsideCI(t *testing.T) {
 	code := gpugate(context.Background(), []string{"ci", "-config", filepath.Join(t.TempDir(), "absent.yaml")}, &o, &e)
 	if code != 2 || !strings.Contains(e.String(), "no CI detected: none of GITHUB_ACTIONS, GITLAB_CI or BUILDKITE is true") {
 		t.Errorf("gpugate ci outside CI: exit %d, stderr %q", code, e.String())
+	}
+}
+
+// TestAnnotationStyle: the style follows the exit status (and no baseline
+// is information, not success).
+func TestAnnotationStyle(t *testing.T) {
+	for _, c := range []struct {
+		v    stats.Verdict
+		code int
+		want buildkite.Style
+	}{
+		{stats.Regression, 1, buildkite.Error}, {stats.Pass, 2, buildkite.Error}, {stats.Inconclusive, 3, buildkite.Warning},
+		{stats.NoBaseline, 0, buildkite.Info}, {stats.Pass, 0, buildkite.Success}, {stats.Improvement, 0, buildkite.Success},
+		{stats.Accepted, 0, buildkite.Success},
+	} {
+		if got := annotationStyle(c.v, c.code); got != c.want {
+			t.Errorf("annotationStyle(%s, %d) = %s, want %s", c.v, c.code, got, c.want)
+		}
 	}
 }
