@@ -29,8 +29,9 @@ type Options struct {
 	// HTTP replaces the HTTP client (tests).
 	HTTP *http.Client
 	// Retries is how many times a 429 or 5xx answer is retried (the
-	// client honours Retry-After and RateLimit-Reset); 0 means the
-	// client's default, negative none.
+	// client waits as RateLimit-Reset says, else backs off; a create is
+	// not retried after a 5xx); 0 means the client's default (5),
+	// negative none.
 	Retries int
 }
 
@@ -50,7 +51,10 @@ func New(apiURL, token, project string, mr int, opt Options) (*Client, error) {
 	case token == "":
 		return nil, errors.New("gitlab: no token")
 	}
-	opts := []gl.ClientOptionFunc{gl.WithBaseURL(apiURL)}
+	// A POST that failed with a 5xx may have created the note already:
+	// retrying it could post a second one, so only GET and PUT (and any
+	// 429, which GitLab rejects before acting) are retried.
+	opts := []gl.ClientOptionFunc{gl.WithBaseURL(apiURL), gl.WithOnlyIdempotentRetries()}
 	if opt.HTTP != nil {
 		opts = append(opts, gl.WithHTTPClient(opt.HTTP))
 	}

@@ -134,3 +134,27 @@ func TestStandInAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestNoDuplicateOnServerError: a create that fails with a 5xx is not
+// sent again (GitLab may have created the note); an edit may be.
+func TestNoDuplicateOnServerError(t *testing.T) {
+	s := glfake.New()
+	defer s.Close()
+	c, err := New(s.API, s.Token, s.Project, s.MR, Options{Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.FailPost = 1
+	if _, err := c.Upsert(context.Background(), marker, marker+"\nbody"); err == nil || !strings.Contains(err.Error(), "answered 502") {
+		t.Fatalf("Upsert after a 502 on create: %v", err)
+	}
+	posts := 0
+	for _, r := range s.Requests() {
+		if r.Method == http.MethodPost {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Errorf("%d POSTs, want 1: a failed create was retried", posts)
+	}
+}

@@ -64,6 +64,9 @@ type Server struct {
 	// Status, when not 0, is every request's answer (after
 	// authentication): 403, 404, 429, 500...
 	Status int
+	// FailPost answers that many next POSTs 502 after storing the note,
+	// as a proxy that timed out on a request GitLab did process.
+	FailPost int
 
 	mu       sync.Mutex
 	notes    []*Note
@@ -187,7 +190,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusCreated, s.add(s.User, body, false))
+		n := s.add(s.User, body, false)
+		if s.FailPost > 0 {
+			s.FailPost--
+			message(w, http.StatusBadGateway, "502 Bad Gateway")
+			return
+		}
+		writeJSON(w, http.StatusCreated, n)
 	default:
 		message(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
 	}
