@@ -270,6 +270,7 @@ func TestCIGitLab(t *testing.T) {
 	}
 	verdict, ratio := stepTimeChange(t, r.outs[1])
 	logged := meanLogged(stderr) / baseMean
+	t.Logf("step_time: %s, candidate/baseline ×%.3f in report.json; the job's own logged steps ×%.3f", verdict, ratio, logged)
 	if verdict != "regression" || ratio < 2 || ratio > 3.5 || math.Abs(ratio/logged-1) > 0.2 {
 		t.Errorf("step_time: %s ×%.2f, want regression ×2..3.5 and near the job's own logged ×%.2f", verdict, ratio, logged)
 	}
