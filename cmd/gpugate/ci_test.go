@@ -271,8 +271,12 @@ func TestCIGitLab(t *testing.T) {
 	verdict, ratio := stepTimeChange(t, r.outs[1])
 	logged := meanLogged(stderr) / baseMean
 	t.Logf("step_time: %s, candidate/baseline ×%.3f in report.json; the job's own logged steps ×%.3f", verdict, ratio, logged)
-	if verdict != "regression" || ratio < 2 || ratio > 3.5 || math.Abs(ratio/logged-1) > 0.2 {
-		t.Errorf("step_time: %s ×%.2f, want regression ×2..3.5 and near the job's own logged ×%.2f", verdict, ratio, logged)
+	// The sleeps are 3×; a busy host's scheduling delay adds to both sides
+	// alike and pulls the ratio towards 1, never above 3 (3.5 leaves room
+	// for rounding). What must hold on any host: a regression, of the size
+	// the job itself logged.
+	if verdict != "regression" || ratio < 1.3 || ratio > 3.5 || math.Abs(ratio/logged-1) > 0.2 {
+		t.Errorf("step_time: %s ×%.2f, want regression ×1.3..3.5 and near the job's own logged ×%.2f", verdict, ratio, logged)
 	}
 	mine := func() []glfake.Note {
 		var out []glfake.Note
