@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpugate/gpugate/ci"
 	"github.com/gpugate/gpugate/internal/escape"
 
 	"github.com/sethvargo/go-githubactions"
@@ -30,7 +31,7 @@ func New(getenv func(string) string, w io.Writer) *IO {
 }
 
 // InActions reports whether gpugate runs inside a workflow.
-func (io *IO) InActions() bool { return io.getenv("GITHUB_ACTIONS") == "true" }
+func (io *IO) InActions() bool { return ci.Detect(io.getenv).CI == ci.GitHub }
 
 // Input reads an input that the composite action passed as GPUGATE_<NAME>:
 // composite steps get no INPUT_* variables on the real runner.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/ci"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
@@ -372,7 +373,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 // inActions reports whether gpugate runs as a GitHub Actions step, where
 // the job's echoed output is fenced with ::stop-commands:: so that it
 // cannot issue workflow commands.
-func inActions() bool { return os.Getenv("GITHUB_ACTIONS") == "true" }
+func inActions() bool { return ci.Detect(os.Getenv).CI == ci.GitHub }
 
 // Execute runs the workload Repeat times, profiled, each run followed by a
 // timing run (timing.go; with profiler_timing, once more unprofiled when

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/ci"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/pipeline"
 )
@@ -115,7 +116,12 @@ the hash gpugate run stores with each run: hardware, driver, CUDA, torch,
 Python and profiler, so that a store restored onto another kind of machine
 holds no baseline it could be compared with. WORKLOAD is the workload's
 name reduced to [a-z0-9._-]. With a postgres:// store there is nothing to
-cache: path is empty.`,
+cache: path is empty.
+
+Under GitLab CI (GITLAB_CI=true) it prints path and one key,
+gpugate-baseline-v1-WORKLOAD-FINGERPRINT, with no run id and no "/": a
+GitLab cache entry is replaced under its key by each job that saves it, so
+the key stays the same from one pipeline to the next (docs/gitlab.md).`,
 	flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer, []string) error {
 		cfgPath := fs.String("config", "perf.yaml", "the perf.yaml `file`")
 		workload := fs.String("workload", "", "the workload (default: the only one)")
@@ -142,6 +148,14 @@ cache: path is empty.`,
 				path = ""
 			}
 			fp := p.FP.Hash()
+			if ci.Detect(os.Getenv).CI == ci.GitLab {
+				// GitLab's cache overwrites an entry under its key at
+				// the end of each job that saves it: one key per
+				// workload and machine, without run id (GitLab appends
+				// -protected or -non_protected itself).
+				fmt.Fprintf(stdout, "path=%s\nkey=%s\n", oneLineValue(path), strings.TrimSuffix(action.CacheKeyPrefix(w.Name, fp), "-"))
+				return nil
+			}
 			fmt.Fprintf(stdout, "path=%s\nkey=%s\nrestore-key=%s\n", oneLineValue(path),
 				action.CacheKey(w.Name, fp, os.Getenv("GITHUB_RUN_ID"), os.Getenv("GITHUB_RUN_ATTEMPT")), action.CacheKeyPrefix(w.Name, fp))
 			return nil

@@ -20,6 +20,7 @@ Commands:
 	baseline record    record traces profiled elsewhere as a baseline run
 	baseline refresh   run a workload N times on this commit and record the runs as baselines (the nightly job)
 	baseline show      show a metric's history over the baseline runs, and any sustained shift
+	ci                 the pull/merge request check or the nightly baseline, whichever this CI build is (GitHub Actions, GitLab CI, Buildkite)
 	compare            compare a candidate with a baseline: what regressed, whether it is real, and why
 	config check       validate a perf.yaml without running anything
 	dashboard          write a static web site of the store's history
@@ -221,6 +222,11 @@ Run 'gpugate help <command>' for details.
 	name reduced to [a-z0-9._-]. With a postgres:// store there is nothing to
 	cache: path is empty.
 
+	Under GitLab CI (GITLAB_CI=true) it prints path and one key,
+	gpugate-baseline-v1-WORKLOAD-FINGERPRINT, with no run id and no "/": a
+	GitLab cache entry is replaced under its key by each job that saves it, so
+	the key stays the same from one pipeline to the next (docs/gitlab.md).
+
 	Flags:
 	  -config file
 	    	the perf.yaml file (default "perf.yaml")
@@ -413,6 +419,58 @@ Run 'gpugate help <command>' for details.
 	    	metric name (default "step_time")
 	  -workload name
 	    	workload name
+
+# ci
+
+	usage: gpugate ci -config perf.yaml [-workload NAME] [-db PATH] [-out DIR]
+
+	CI tells from the CI's own variables which system it runs in (GITHUB_ACTIONS,
+	GITLAB_CI or BUILDKITE set to true) and what kind of build this is, then
+	does what that build needs:
+
+	In a merge request (GitLab: CI_MERGE_REQUEST_IID) or pull request
+	(Buildkite: BUILDKITE_PULL_REQUEST; GitHub: a pull_request event) it runs
+	the workload as gpugate run does, with the store opened read-only, and
+	compares it with the baseline of the branch the change merges into
+	(CI_MERGE_REQUEST_TARGET_BRANCH_NAME, BUILDKITE_PULL_REQUEST_BASE_BRANCH,
+	GITHUB_BASE_REF) at the merge base (GitLab's CI_MERGE_REQUEST_DIFF_BASE_SHA,
+	else git's). It writes report.md and report.json into the artifacts folder
+	and posts report.md: on GitLab as one merge request note, edited in place by
+	later pipelines and found by a hidden marker, with the token in
+	GPUGATE_GITLAB_TOKEN (scope api) against CI_API_V4_URL, CI_PROJECT_ID and
+	CI_MERGE_REQUEST_IID; on Buildkite as one annotation (buildkite-agent
+	annotate --context gpugate-WORKLOAD, --style error, warning, success or info
+	from the verdict); on GitHub as the pull request comment the Action posts,
+	with GPUGATE_GITHUB_TOKEN. Without a token there is no note, and a warning
+	says why. The tokens are read before the job starts and the job never sees
+	them (docs/security.md).
+
+	In a scheduled build, or on the default branch (CI_DEFAULT_BRANCH,
+	BUILDKITE_PIPELINE_DEFAULT_BRANCH; else perf.yaml's baseline.branch), it
+	records baseline.runs runs as gpugate baseline refresh does. Any other build
+	(a branch without a merge request) is compared as gpugate run does and
+	records nothing.
+
+	A note or annotation that cannot be posted is trouble (exit 2), as in the
+	Action, except that a regression keeps exit 1: the report files and the log
+	have the verdict either way. docs/gitlab.md and docs/buildkite.md show the
+	pipelines.
+
+	Exit status: 0 pass, improvement, accepted, or no baseline; 1 regression; 2 trouble (bad input or config, the job failed, a fingerprint mismatch); 3 inconclusive (the runs could not decide).
+
+	Flags:
+	  -config file
+	    	the perf.yaml file (default "perf.yaml")
+	  -db path
+	    	baseline store: a SQLite file path or a postgres:// URL (default: $GPUGATE_DB, else perf.yaml's baseline.db, else .gpugate/baseline.db)
+	  -db-file file
+	    	read the baseline store (a SQLite file's path or a postgres:// URL) from this file: for a URL with a password, which must not be on the command line
+	  -nsys path
+	    	path of nsys (default: $GPUGATE_NSYS, then PATH)
+	  -out folder
+	    	artifacts folder (default .gpugate/runs/WORKLOAD/TIME)
+	  -workload string
+	    	the workload to run (default: the only one)
 
 # compare
 

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/ci"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/runner"
@@ -41,7 +42,7 @@ func main() {
 		os.Exit(exitTrouble)
 	}()
 	var stdout, stderr io.Writer = os.Stdout, os.Stderr
-	if os.Getenv("GITHUB_ACTIONS") == "true" {
+	if ci.Detect(os.Getenv).CI == ci.GitHub {
 		// No line gpugate prints can start a workflow command, whatever
 		// names it holds; gpugate's own commands go to escape.Raw.
 		aout, aerr := escape.NewActionsWriter(os.Stdout), escape.NewActionsWriter(os.Stderr)
@@ -116,7 +117,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{analyzeCmd, compareCmd, runCmd, configCheckCmd, versionCmd, actionCmd,
-		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd,
+		baselineRefreshCmd, baselineRecordCmd, baselineListCmd, baselineShowCmd, baselineExportCmd, baselineImportCmd, baselinePruneCmd, cacheKeyCmd, abCmd, ciCmd,
 		dashboardCmd}
 }
 

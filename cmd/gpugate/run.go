@@ -128,6 +128,9 @@ type runOptions struct {
 	// readOnly: the store serves the comparison and is not written (runs
 	// of untrusted code: a pull request's).
 	readOnly bool
+	// mergeBase is the commit whose ancestors' runs are the baseline
+	// (pipeline.Options.MergeBase); "" asks git.
+	mergeBase string
 }
 
 // outcome is what a run of a workload produced.
@@ -158,7 +161,7 @@ func gitInfo(ctx context.Context, dir string) (branch, commit string) {
 func pipelineOptions(ctx context.Context, stdout, stderr io.Writer, c *config.Config, w *config.Workload, o runOptions) pipeline.Options {
 	branch, commit := gitInfo(ctx, filepath.Dir(c.File))
 	return pipeline.Options{Config: c, Workload: w, Out: o.out, DB: o.db, Record: o.record, ReadOnly: o.readOnly, Nsys: o.nsys,
-		Branch: branch, Commit: commit, Version: version(), Stdout: stdout, Log: stderr}
+		Branch: branch, Commit: commit, MergeBase: o.mergeBase, Version: version(), Stdout: stdout, Log: stderr}
 }
 
 // runWorkload runs the whole pipeline for a workload; see pipeline.Run.
@@ -178,15 +181,8 @@ func writeReports(oc *outcome) error {
 	if oc.Out == "" || oc.Report == nil {
 		return nil
 	}
-	f := oc.Fingerprint
-	machine := "no GPU"
-	if f.GPUCount > 0 {
-		machine = fmt.Sprintf("%d× %s", f.GPUCount, f.GPU)
-	}
 	var md, js bytes.Buffer
-	info := report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand,
-		BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand)}
-	if err := report.WriteComment(&md, oc.Report, info); err != nil {
+	if err := report.WriteComment(&md, oc.Report, commentInfo(oc)); err != nil {
 		return err
 	}
 	if err := report.WriteCompareJSON(&js, oc.Report); err != nil {
@@ -198,6 +194,19 @@ func writeReports(oc *outcome) error {
 		}
 	}
 	return nil
+}
+
+// commentInfo is what report.md says besides the report: the workload,
+// what it was compared with, the machine, and the step series. gpugate ci
+// posts the same, with the marker that finds its note again.
+func commentInfo(oc *outcome) report.CommentInfo {
+	f := oc.Fingerprint
+	machine := "no GPU"
+	if f.GPUCount > 0 {
+		machine = fmt.Sprintf("%d× %s", f.GPUCount, f.GPU)
+	}
+	return report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand,
+		BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand)}
 }
 
 // writeNew writes a file the job did not plant: whatever is at path (a

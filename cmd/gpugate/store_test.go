@@ -101,4 +101,18 @@ func TestCacheKey(t *testing.T) {
 	if strings.Count(m[0], "\n") != 3 {
 		t.Errorf("not three lines: %q", m[0])
 	}
+
+	// Under GitLab CI: one key, the same on every pipeline (a GitLab
+	// cache entry is replaced under its key), holding no "/" (which
+	// GitLab refuses in cache:key), with the same fingerprint.
+	t.Setenv("GITLAB_CI", "true")
+	t.Setenv("CI_PIPELINE_ID", "991")
+	out.Reset()
+	if code := gpugate(ctx, []string{"baseline", "cache-key", "-config", cfg, "-db", db}, &out, &errb); code != 0 {
+		t.Fatalf("cache-key on GitLab: exit %d: %s", code, errb.String())
+	}
+	want := "path=" + db + "\nkey=gpugate-baseline-v1-resnet-" + m[3] + "\n"
+	if out.String() != want {
+		t.Errorf("cache-key on GitLab printed %q, want %q", out.String(), want)
+	}
 }

@@ -24,6 +24,20 @@ var Names = []string{
 	"ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL", "ACTIONS_ID_TOKEN_REQUEST_*",
 	"ACTIONS_CACHE_URL", "ACTIONS_RESULTS_URL",
 	"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
+	// GitLab CI (gpugate ci): gpugate's own token that posts the merge
+	// request note, and the job token in every form GitLab hands it out
+	// (CI_REPOSITORY_URL embeds it, the registry and dependency proxy
+	// passwords are it), deploy credentials and ID tokens' JWTs. The job
+	// token can read the project's other repositories and packages and
+	// write some: the training job under test does not need it (install
+	// dependencies in the script lines before gpugate ci, which still have
+	// it: docs/gitlab.md).
+	"GPUGATE_GITLAB_TOKEN", "CI_JOB_TOKEN", "CI_JOB_JWT*", "CI_REPOSITORY_URL", "CI_REGISTRY_PASSWORD",
+	"CI_DEPENDENCY_PROXY_PASSWORD", "CI_DEPLOY_PASSWORD",
+	// Buildkite (gpugate ci): the agent's session token (buildkite-agent
+	// annotate, meta-data and artifact upload act as the build with it)
+	// and the job API, which can rewrite the job's environment.
+	"BUILDKITE_AGENT_ACCESS_TOKEN", "BUILDKITE_AGENT_JOB_API_*",
 	// The baseline store's credentials: a pull request's code that had the
 	// writer's URL could write the baselines pr mode opens read-only.
 	"GPUGATE_BASELINE_DB", "GPUGATE_DB", "DATABASE_URL",

@@ -131,10 +131,12 @@ const wordJoiner = "\u2060"
 // Markdown returns s as Markdown inline text that renders as s (with
 // control characters shown as escapes) and nothing else: no HTML or
 // entities, no emphasis, strikethrough, math, code, links or images, no
-// table cell break, no "-->", no live @mention and no #123 reference. The
+// table cell break, no "-->", no live @mention and no #123 reference, nor
+// any of GitLab's references (!123, ~label, %milestone, $123, &123, ...). The
 // characters that mean something inline are backslash-escaped, $ (math)
 // is written as the reference &#36;; an @ or a #
-// before a letter or digit gets a word joiner after it. s must not start a
+// before a letter or digit gets a word joiner after it, and so do GitLab's
+// reference prefixes ! ~ % $ & * [ ^ before a letter, digit or quote. s must not start a
 // line (block syntax such as "- " is not escaped).
 func Markdown(s string) string {
 	s = Terminal(s)
@@ -156,8 +158,20 @@ func Markdown(s string) string {
 		case strings.IndexByte("\\`*_[]<>&|~", c) >= 0:
 			b.WriteByte('\\')
 			b.WriteByte(c)
+		case c == '!' || c == '%' || c == '^':
+			b.WriteByte(c)
 		default:
 			b.WriteByte(c)
+			continue
+		}
+		// GitLab links references in the rendered text, after Markdown
+		// has consumed the backslashes: !123 (merge request), ~label and
+		// ~"a label", %milestone, $123 (snippet), &123 (epic),
+		// *iteration:1, [vulnerability:1], ^alert#1, besides @user and
+		// #123. A word joiner between the prefix and what follows breaks
+		// every one of them, as it does GitHub's; gitlab.md lists them.
+		if i+1 < len(s) && (isAlnum(s[i+1]) || s[i+1] == '"') && strings.IndexByte("!~%$&*[^", c) >= 0 {
+			b.WriteString(wordJoiner)
 		}
 	}
 	return b.String()

@@ -118,7 +118,29 @@ func FuzzEscape(f *testing.F) {
 		if live := mdcheck.Live(mdcheck.Text(h)); live != "" {
 			t.Fatalf("Markdown(%q) = %q: live %q in %q", s, text, live, h)
 		}
+		if live := mdcheck.LiveGitLab(mdcheck.Text(h)); live != "" {
+			t.Fatalf("Markdown(%q) = %q: GitLab would link %q in %q", s, text, live, h)
+		}
 	})
+}
+
+// TestMarkdownGitLabReferences: a name from a trace or a config posted in
+// a GitLab merge request note links no merge request, label, milestone,
+// snippet, epic, alert, iteration or vulnerability, and still reads as
+// written.
+func TestMarkdownGitLabReferences(t *testing.T) {
+	for _, s := range []string{"see !123", "group/project!12", "~bug", `~"needs review"`, "%v1.0", `%"Sprint 3"`, "$42", "&7",
+		"^alert#3", "*iteration:5", "[vulnerability:9]", "[work_item:4]", "@root", "#1", "a&b", "x!y"} {
+		text := Markdown(s)
+		h := mdcheck.HTML("x " + text + " y\n")
+		got := mdcheck.Text(h)
+		if live := mdcheck.LiveGitLab(got); live != "" {
+			t.Errorf("Markdown(%q) = %q renders %q: GitLab would link %q", s, text, got, live)
+		}
+		if shown := strings.ReplaceAll(got, wordJoiner, ""); !strings.Contains(shown, s) {
+			t.Errorf("Markdown(%q) = %q renders %q, want it to show %q", s, text, shown, s)
+		}
+	}
 }
 
 // commandStart reports whether the runner would read line as a workflow
@@ -240,7 +262,8 @@ func TestMarkdownMath(t *testing.T) {
 		if strings.Contains(got, "$") {
 			t.Errorf("Markdown(%q) = %q: holds a $", s, got)
 		}
-		if text := mdcheck.Text(mdcheck.HTML("x " + got + " y\n")); !strings.Contains(text, s) {
+		// The word joiners (GitLab's $123 snippet references) are invisible.
+		if text := strings.ReplaceAll(mdcheck.Text(mdcheck.HTML("x "+got+" y\n")), wordJoiner, ""); !strings.Contains(text, s) {
 			t.Errorf("Markdown(%q) = %q renders as %q", s, got, text)
 		}
 	}

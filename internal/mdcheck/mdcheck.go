@@ -72,6 +72,19 @@ var (
 	refRE     = regexp.MustCompile(`(?:^|[^\w])#[0-9]`)
 )
 
+// gitlabRE is what GitLab links besides @mentions and #123, in rendered
+// text (GitLab's reference filters run on the HTML's text, after Markdown
+// consumed any backslash): !123 merge requests, ~label and ~"label",
+// %milestone, $123 snippets, &123 epics, ^alert#1, *iteration:1,
+// [vulnerability:1] and [work_item:1]. A project path may come before
+// most of them (group/project!12), so any character may precede.
+var gitlabRE = regexp.MustCompile(`[!~%$&^][A-Za-z0-9"]|\*iteration:|\[(?:vulnerability|work_item):|@[A-Za-z0-9]|#[0-9]`)
+
+// LiveGitLab returns the first reference GitLab would link in text, or "".
+func LiveGitLab(text string) string {
+	return gitlabRE.FindString(text)
+}
+
 // Live returns the first live @mention or #reference in text, or "".
 func Live(text string) string {
 	if m := mentionRE.FindString(text); m != "" {
