@@ -572,12 +572,13 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// (\r\n, or a bar's last redraw) shows it.
 	var unshown string
 	var lastProgress time.Time
+	echo := &echoCap{w: job.Output}
 	show := func(line string) {
 		tail = append(tail, line)
 		if len(tail) > 5 {
 			tail = tail[1:]
 		}
-		fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, line)
+		echo.line("[" + job.Name + "] " + line + "\n")
 	}
 	sp := &splitter{emit: func(line string, dropped int, cr bool) {
 		mu.Lock()
@@ -604,7 +605,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 				if m[2] != "" {
 					rank = " rank " + m[2] + ":"
 				}
-				fmt.Fprintf(job.Output, "[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(start).Seconds())
+				echo.line(fmt.Sprintf("[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(start).Seconds()))
 			}
 			return
 		}
@@ -694,6 +695,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	pr.Close()
 	mu.Lock()
 	defer mu.Unlock()
+	echo.flush(job.Name, res.Log)
 	switch {
 	case killed != "":
 		return &Error{Job: job.Name, What: killed, Log: res.Log, Tail: tail}
