@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/action"
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/gate"
 )
 
 // Issue 26: nothing the job can write decides a verdict. A genuine
@@ -68,36 +70,69 @@ func TestForgedResultNeverPasses(t *testing.T) {
 		d["report"].(map[string]any)["verdict"] = "pass"
 		each(d, func(m map[string]any) { m["verdict"] = "pass" })
 	}
+	// Issue 34. The time metrics, whose runs on a busy host have no verdict.
+	var timeMetrics []string
+	for name := range doc["samples"].(map[string]any) {
+		if am, ok := analysis.MetricByName(name); ok && gate.IsTime(am) {
+			timeMetrics = append(timeMetrics, name)
+		}
+	}
+	if len(timeMetrics) == 0 {
+		t.Fatal("the genuine result has no time metric: the test proves nothing")
+	}
+	eachTime := func(d map[string]any, edit func(s map[string]any)) {
+		for _, n := range timeMetrics {
+			edit(d["samples"].(map[string]any)[n].(map[string]any))
+		}
+	}
 	forgeries := []struct {
 		name  string
 		forge func(d map[string]any)
+		// busy: the honest answer may also be no verdict (inconclusive),
+		// for a result whose baseline had no quiet run.
+		busy bool
 	}{
-		{"gate=false", func(d map[string]any) { passAll(d); each(d, func(m map[string]any) { m["gate"] = false }) }},
-		{"allowance_pct=5000", func(d map[string]any) { passAll(d); each(d, func(m map[string]any) { m["allowance_pct"] = 5000 }) }},
-		{"regressed metrics deleted", func(d map[string]any) { passAll(d); deleteMetrics(d, regressed...) }},
+		// The result of a run whose every baseline run was on a busy host,
+		// as the run step writes it (no time samples of the baseline:
+		// gate.JudgedSamples), with its host_busy flags deleted and every
+		// verdict set to pass.
+		{"busy baseline, host_busy deleted", func(d map[string]any) {
+			passAll(d)
+			eachTime(d, func(s map[string]any) { s["baseline"] = []any{} })
+			delete(d["report"].(map[string]any), "host_busy")
+		}, true},
+		// One candidate value of each time metric set to −1e7: refused, as
+		// import and compare refuse a negative time.
+		{"a candidate value of -1e7 per time metric", func(d map[string]any) {
+			passAll(d)
+			eachTime(d, func(s map[string]any) { s["candidate"].([]any)[0].([]any)[0] = -1e7 })
+		}, false},
+		{"gate=false", func(d map[string]any) { passAll(d); each(d, func(m map[string]any) { m["gate"] = false }) }, false},
+		{"allowance_pct=5000", func(d map[string]any) { passAll(d); each(d, func(m map[string]any) { m["allowance_pct"] = 5000 }) }, false},
+		{"regressed metrics deleted", func(d map[string]any) { passAll(d); deleteMetrics(d, regressed...) }, false},
 		{"max_runs 100", func(d map[string]any) {
 			passAll(d)
 			r := d["report"].(map[string]any)
 			r["alpha"] = 0.0002
 			r["sampling"] = map[string]any{"unit": "run", "runs": 1, "max_runs": 100, "look_alpha": 0.0002}
-		}},
+		}, false},
 		{"every metric deleted", func(d map[string]any) {
 			r := d["report"].(map[string]any)
 			r["verdict"] = "no-baseline"
 			r["metrics"] = []any{}
 			d["samples"] = map[string]any{}
-		}},
+		}, false},
 		{"every metric deleted from the report only", func(d map[string]any) {
 			r := d["report"].(map[string]any)
 			r["verdict"] = "no-baseline"
 			r["metrics"] = []any{}
-		}},
+		}, false},
 		{"all at once", func(d map[string]any) {
 			passAll(d)
 			each(d, func(m map[string]any) { m["gate"], m["allowance_pct"] = false, 5000 })
 			d["report"].(map[string]any)["alpha"] = 0.0002
 			deleteMetrics(d, regressed[1:]...)
-		}},
+		}, false},
 	}
 	write := func(forge func(map[string]any)) string {
 		var d map[string]any
@@ -116,6 +151,10 @@ func TestForgedResultNeverPasses(t *testing.T) {
 			return "regression"
 		case strings.Contains(body, "result refused"):
 			return "refused"
+		case strings.Contains(body, "✅"):
+			return "pass"
+		case strings.Contains(strings.ToLower(body), "inconclusive"):
+			return "inconclusive"
 		}
 		return "other: " + body[:min(len(body), 400)]
 	}
@@ -140,6 +179,7 @@ func TestForgedResultNeverPasses(t *testing.T) {
 			got := verdictOf(cs[0].Body)
 			switch {
 			case got == "regression" && err == nil, got == "refused" && exitCode(err) == 2:
+			case c.busy && got == "inconclusive":
 			default:
 				t.Errorf("posted %s with exit %d (%v); want the regression, or a refusal with exit 2", got, exitCode(err), err)
 			}
@@ -154,6 +194,7 @@ func TestForgedResultNeverPasses(t *testing.T) {
 			got := verdictOf(cs[0].Body)
 			switch {
 			case got == "regression" && exitCode(err) == 1, got == "refused" && exitCode(err) == 2:
+			case c.busy && got == "inconclusive":
 			default:
 				t.Errorf("post step: posted %s with exit %d (%v); want the regression (exit 1), or a refusal (exit 2)", got, exitCode(err), err)
 			}
