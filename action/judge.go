@@ -14,7 +14,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -180,7 +180,7 @@ func noQuietSide(old stats.Result, m analysis.Metric, s MetricSamples, opt gate.
 
 // fileDigest is the sha256 of a file's bytes, hex.
 func fileDigest(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxResult)
 	if err != nil {
 		return "", err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/internal/newfile"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
@@ -370,7 +371,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err := doc.WriteJSON(&buf); err != nil {
 		return nil, err
 	}
-	os.WriteFile(filepath.Join(out, "analysis.json"), buf.Bytes(), 0o644)
+	newfile.Replace(filepath.Join(out, "analysis.json"), buf.Bytes()) // the job's folder: never through what it left there
 	once.Run, once.Doc = results, buf.Bytes()
 	return once, nil
 }

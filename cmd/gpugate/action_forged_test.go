@@ -1,11 +1,16 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/action"
 	"github.com/gpugate/gpugate/analysis"
@@ -206,6 +211,43 @@ func TestForgedResultNeverPasses(t *testing.T) {
 		"GPUGATE_RESULT_DIGEST", strings.Repeat("0", 64))
 	if err, _, _ := runEnv(m); exitCode(err) != 2 || !strings.Contains(err.Error(), "not the file the run step wrote") {
 		t.Errorf("edited result with the run step's digest: exit %d (%v), want 2", exitCode(err), err)
+	}
+
+	// Issue 34: perf.yaml replaced by the job, after the run step took its
+	// digest, with a link to a file of secrets that is no YAML, or with a
+	// FIFO. The post step refuses it with exit 2, at once, and neither its
+	// error nor the comment quotes the secret. Before, the link was parsed
+	// and the parse error posted, and the FIFO held the post step.
+	cfgBytes, _ := os.ReadFile(f.regressCfg)
+	sum := sha256.Sum256(cfgBytes)
+	canary := fmt.Sprintf("canary-%d", time.Now().UnixNano())
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("workloads: [\n*:*:*:writer:"+canary+"\n"), 0o600)
+	for _, plant := range []string{"link", "fifo"} {
+		cfg := filepath.Join(t.TempDir(), "perf.yaml")
+		if plant == "link" {
+			os.Symlink(secret, cfg)
+		} else if err := syscall.Mkfifo(cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, _, _ = f.env(t, 12, cfg, nil, "GPUGATE_PHASE", "post", "GPUGATE_RESULT", write(func(map[string]any) {}), "GPUGATE_WORKLOAD", "resnet",
+			"GPUGATE_CONFIG_DIGEST", hex.EncodeToString(sum[:]))
+		done := make(chan struct{})
+		var err error
+		var stdout, stderr string
+		go func() { err, stdout, stderr = runEnv(m); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("post step with perf.yaml a %s: still running after 20s", plant)
+		}
+		cs, _ := f.gh.Snapshot(12)
+		if exitCode(err) != 2 {
+			t.Errorf("post step with perf.yaml a %s: exit %d (%v), want 2", plant, exitCode(err), err)
+		}
+		if strings.Contains(fmt.Sprint(err)+stdout+stderr+cs[0].Body, canary) {
+			t.Errorf("post step with perf.yaml a %s quotes the file it leads to:\n%v\n%s\n%s", plant, err, stderr, cs[0].Body)
+		}
 	}
 }
 

@@ -81,6 +81,20 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return readAll(f, path, max)
 }
 
+// ReadFileFollow reads the file at path as ReadFile does, but follows a
+// link: for a file of the user's that may legitimately be one (perf.yaml)
+// and whose content the caller checks against a digest taken before the
+// job ran, before it uses or quotes any of it.
+func ReadFileFollow(path string, max int64) ([]byte, error) {
+	fd, err := unix.Open(path, openFlags&^unix.O_NOFOLLOW, 0)
+	f, err := check(fd, err, path, max)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f, path, max)
+}
+
 func check(fd int, err error, name string, max int64) (*os.File, error) {
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
