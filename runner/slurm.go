@@ -330,7 +330,7 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 			return nil, fmt.Errorf("node name %s: not a plain Slurm node name", strconv.QuoteToASCII(p))
 		}
 		f := filepath.Join(out, ".gpugate-node-"+p)
-		b, err := os.ReadFile(f)
+		b, err := safefile.ReadFile(f, 64<<10) // the shared folder: a regular file, never a link or FIFO
 		if err != nil {
 			return nil, fmt.Errorf("node %s wrote %s, but it is not here: %s is not on a filesystem that node shares with gpugate's machine; set slurm.shared_dir to one", p, escape.Terminal(f), escape.Terminal(out))
 		}
