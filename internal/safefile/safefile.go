@@ -38,6 +38,9 @@ type Error struct {
 	Name string
 	Why  string
 	Err  error // the system's error, when there was one
+	// kind is ErrNotRegular or ErrTooLarge for a refused file, nil for
+	// a file that could not be opened or read.
+	kind error
 }
 
 func (e *Error) Error() string { return e.Name + ": " + e.Why }
@@ -51,15 +54,7 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge is matched (errors.Is) by an Error for a file over its limit.
 var ErrTooLarge = errors.New("file too large")
 
-func (e *Error) Is(target error) bool {
-	switch target {
-	case ErrNotRegular:
-		return strings.HasPrefix(e.Why, "refused: not a regular file") || strings.HasPrefix(e.Why, "refused: a symbolic link")
-	case ErrTooLarge:
-		return strings.HasPrefix(e.Why, "refused: larger than")
-	}
-	return false
-}
+func (e *Error) Is(target error) bool { return e.kind != nil && target == e.kind }
 
 const openFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
 
@@ -98,7 +93,7 @@ func ReadFileFollow(path string, max int64) ([]byte, error) {
 func check(fd int, err error, name string, max int64) (*os.File, error) {
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, &Error{Name: name, Why: "refused: a symbolic link (gpugate never follows one left where the job's files are)", Err: err}
+			return nil, &Error{Name: name, Why: "refused: a symbolic link (gpugate never follows one left where the job's files are)", Err: err, kind: ErrNotRegular}
 		}
 		return nil, &Error{Name: name, Why: err.Error(), Err: err}
 	}
@@ -110,11 +105,11 @@ func check(fd int, err error, name string, max int64) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, &Error{Name: name, Why: "refused: not a regular file (" + kind(st.Mode()) + ")"}
+		return nil, &Error{Name: name, Why: "refused: not a regular file (" + kind(st.Mode()) + ")", kind: ErrNotRegular}
 	}
 	if max > 0 && st.Size() > max {
 		f.Close()
-		return nil, &Error{Name: name, Why: fmt.Sprintf("refused: larger than its limit of %s (%d bytes)", Size(max), st.Size())}
+		return nil, &Error{Name: name, Why: fmt.Sprintf("refused: larger than its limit of %s (%d bytes)", Size(max), st.Size()), kind: ErrTooLarge}
 	}
 	// Reads of a regular file never block; clear the flag all the same,
 	// so that the file behaves as one opened the ordinary way.
@@ -161,7 +156,7 @@ func readAll(f *os.File, name string, max int64) ([]byte, error) {
 		return nil, &Error{Name: name, Why: err.Error(), Err: err}
 	}
 	if max > 0 && int64(len(b)) > max {
-		return nil, &Error{Name: name, Why: fmt.Sprintf("refused: larger than its limit of %s", Size(max))}
+		return nil, &Error{Name: name, Why: fmt.Sprintf("refused: larger than its limit of %s", Size(max)), kind: ErrTooLarge}
 	}
 	return b, nil
 }
