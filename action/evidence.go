@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/newfile"
+	"github.com/gpugate/gpugate/internal/safefile"
 )
 
 // The evidence folder is uploaded as an artifact, and the job under test
@@ -189,17 +190,14 @@ var errNotRegular = errors.New("not a regular file")
 // file dst and returns dst's size. src is opened with O_NOFOLLOW and must
 // be a regular file (errNotRegular otherwise, and nothing is written).
 func copyFile(src, dst string, gz bool) (int64, error) {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	in, err := safefile.Open(src, 0)
+	if errors.Is(err, safefile.ErrNotRegular) {
+		return 0, errNotRegular
+	}
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return 0, errNotRegular
-		}
 		return 0, err
 	}
 	defer in.Close()
-	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
-		return 0, errNotRegular
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return 0, err
 	}

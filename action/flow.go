@@ -27,6 +27,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/internal/newfile"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
@@ -187,7 +188,29 @@ func loadConfig(gha *IO, getenv func(string) string, path string) (*config.Confi
 // that a job that rewrote perf.yaml while it ran (gate: [] or allowances
 // of 5000%) decides nothing.
 func loadConfigDigest(gha *IO, getenv func(string) string, path string) (*config.Config, string, error) {
-	data, err := os.ReadFile(path)
+	return loadConfigWant(gha, getenv, path, "")
+}
+
+// maxConfig is the limit of perf.yaml as the Action reads it.
+const maxConfig = 4 << 20
+
+// loadConfigWant is loadConfigDigest for a perf.yaml the job could have
+// replaced (the post step's): never waiting on a FIFO, a regular file of
+// at most maxConfig bytes (safefile.ReadFileFollow: a perf.yaml may be a
+// link in the user's repository), and, when want is not empty, refused
+// unparsed unless its sha256 is want, so that no parse error quotes a
+// file the job put in its place (a link to a secret).
+func loadConfigWant(gha *IO, getenv func(string) string, path, want string) (*config.Config, string, error) {
+	var data []byte
+	var err error
+	if want == "" { // before the job: the user's file as it is
+		data, err = os.ReadFile(path)
+	} else {
+		data, err = safefile.ReadFileFollow(path, maxConfig)
+	}
+	if err == nil && want != "" && digest(data) != want {
+		return nil, digest(data), fmt.Errorf("%s changed while the job ran (sha256 %s, read before the job as %s): its settings cannot judge the run", path, digest(data), want)
+	}
 	var c *config.Config
 	if err == nil {
 		c, err = config.Parse(data, path)
@@ -555,12 +578,9 @@ func postPhase(ctx context.Context, gha *IO, log io.Writer, getenv func(string) 
 		}
 		return Outcome{}, err
 	}
-	c, cd, err := loadConfigDigest(gha, getenv, in.config)
+	c, _, err := loadConfigWant(gha, getenv, in.config, cfgDigest)
 	if err != nil {
 		return refuse(err)
-	}
-	if cfgDigest != "" && cd != cfgDigest {
-		return refuse(fmt.Errorf("%s changed while the job ran (sha256 %s, read before the job as %s): its settings cannot judge the run", in.config, cd, cfgDigest))
 	}
 	w, err := c.Workload(in.workload)
 	if err != nil {

@@ -14,13 +14,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -57,6 +59,12 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 	var sampled, reported []string
 	noBase := true
 	for name, s := range r.Samples {
+		// Values import would refuse (negative, non-finite, beyond a
+		// duration's bound) are refused here too: −1e7 ms in one
+		// candidate run would otherwise pass a regression.
+		if err := checkSamples(name, s); err != nil {
+			return err
+		}
 		sampled = append(sampled, name)
 		if len(s.Baseline) > 0 {
 			noBase = false
@@ -94,6 +102,16 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 	}
 	for i, m := range rep.Metrics {
 		s := r.Samples[m.Name]
+		if am, _ := analysis.MetricByName(m.Name); gate.IsTime(am) && (len(s.Baseline) == 0 || len(s.Candidate) == 0) {
+			// The run step leaves out a side's samples of a time metric
+			// when that side had no quiet run (gate.JudgedSamples): no
+			// time verdict, whatever host_busy flags the result carries.
+			rep.Metrics[i] = noQuietSide(m, am, s, opt)
+			continue
+		}
+		if len(s.Baseline) == 0 || len(s.Candidate) == 0 {
+			return fmt.Errorf("metric %s is compared but the result carries no samples of its %s", m.Name, map[bool]string{true: "baseline", false: "candidate"}[len(s.Baseline) == 0])
+		}
 		if rep.Metrics[i], err = gate.Rejudge(m, s.Baseline, s.Candidate, opt); err != nil {
 			return err
 		}
@@ -119,9 +137,50 @@ func judge(r *Result, c *config.Config, w *config.Workload) error {
 	return nil
 }
 
+// checkSamples refuses samples of metric name that import would refuse
+// (baseline.CheckSample).
+func checkSamples(name string, s MetricSamples) error {
+	m, ok := analysis.MetricByName(name)
+	if !ok || m.Name != name {
+		return fmt.Errorf("metric %q is not one gpugate computes", name)
+	}
+	for _, side := range []struct {
+		what string
+		runs [][]float64
+	}{{"baseline", s.Baseline}, {"candidate", s.Candidate}} {
+		for i, run := range side.runs {
+			for j, v := range run {
+				if err := baseline.CheckSample(m.Unit, v); err != nil {
+					return fmt.Errorf("metric %s, %s run %d, step %d: %w", name, side.what, i+1, j+1, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// noQuietSide is a time metric judged on a result that carries no samples
+// of one side: no time verdict, as Compare gives one whose side had no
+// quiet run.
+func noQuietSide(old stats.Result, m analysis.Metric, s MetricSamples, opt gate.Options) stats.Result {
+	r := stats.Result{Name: old.Name, Unit: m.Unit, Direction: old.Direction, SampleUnit: old.SampleUnit,
+		Verdict: stats.Inconclusive, Gate: gate.Gates(opt)[m.Name]}
+	var sides []string
+	if len(s.Baseline) == 0 {
+		r.NeedBaseRuns = 1
+		sides = append(sides, "baseline")
+	}
+	if len(s.Candidate) == 0 {
+		r.NeedRuns = 1
+		sides = append(sides, "candidate")
+	}
+	r.Reason = fmt.Sprintf("no time verdict: no quiet %s run (every one was disturbed); rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", strings.Join(sides, " or "))
+	return r
+}
+
 // fileDigest is the sha256 of a file's bytes, hex.
 func fileDigest(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxResult)
 	if err != nil {
 		return "", err
 	}

@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/trace"
 )
@@ -72,20 +71,17 @@ func ReadResult(path string) (Result, error) {
 	if path == "" {
 		return r, errors.New("no gpugate-result.json: the result input is empty")
 	}
-	f, err := os.Open(path)
+	// The artifact's file: never a link, never a FIFO, capped
+	// (internal/safefile); errors quote none of it.
+	b, err := safefile.ReadFile(path, maxResult)
+	if errors.Is(err, safefile.ErrTooLarge) {
+		return r, fmt.Errorf("read result %s: larger than %d MB, not a gpugate result", path, maxResult>>20)
+	}
 	if err != nil {
 		return r, fmt.Errorf("read result %w", trace.WithPath(err, path))
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxResult+1))
-	if err != nil {
-		return r, fmt.Errorf("read result %s: %v", path, err)
-	}
-	if len(b) > maxResult {
-		return r, fmt.Errorf("read result %s: larger than %d MB, not a gpugate result", path, maxResult>>20)
-	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("read result %s: not a gpugate result: %v", path, err)
+		return r, fmt.Errorf("read result %s: not a gpugate result: %s", path, jsonWhy(err))
 	}
 	if r.Version != ResultVersion || r.Report == nil {
 		return r, fmt.Errorf("read result %s: version %d with report %v, want version %d with a report (made by another gpugate release?)", path, r.Version, r.Report != nil, ResultVersion)
@@ -105,14 +101,9 @@ type PRInfo struct {
 
 // ReadPRInfo reads and checks a pr-info file.
 func ReadPRInfo(path string) (*PRInfo, error) {
-	f, err := os.Open(path)
+	b, err := safefile.ReadFile(path, 64<<10)
 	if err != nil {
 		return nil, fmt.Errorf("read pr-info %w", trace.WithPath(err, path))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
-	if err != nil {
-		return nil, fmt.Errorf("read pr-info %s: %v", path, err)
 	}
 	var p PRInfo
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -121,4 +112,18 @@ func ReadPRInfo(path string) (*PRInfo, error) {
 		return nil, fmt.Errorf("read pr-info %s: not {\"pr\": N, \"head_sha\": SHA, \"head_repo\": OWNER/NAME}", path)
 	}
 	return &p, nil
+}
+
+// jsonWhy says why JSON did not decode without quoting it: where, or which
+// field had the wrong type.
+func jsonWhy(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s is a JSON %s, want %s", te.Field, te.Value, te.Type)
+	}
+	return "not valid JSON"
 }

@@ -57,6 +57,26 @@ func walkNumbers(path string, v any) error {
 	return nil
 }
 
+// CheckSample refuses a per-step value of a metric of unit (analysis.
+// Metric.Unit) that import would refuse: every metric gpugate computes is
+// a time, a count, a ratio or a size, never negative; a time (ms, us) is
+// within MaxDurationNS, as a stored duration is (checkTime); anything else
+// below 2^63, as a stored number is (checkNumber). The Action's trusted
+// phase judges no sample this refuses (action/judge.go).
+func CheckSample(unit string, v float64) error {
+	bound, what := float64(twoTo63), "below 2^63"
+	switch unit {
+	case "ms":
+		bound, what = MaxDurationNS/1e6, "at most 10^8 ms (10^14 ns, about 28 hours)"
+	case "us":
+		bound, what = MaxDurationNS/1e3, "at most 10^11 µs (10^14 ns, about 28 hours)"
+	}
+	if !(v >= 0 && v <= bound) { // NaN fails both
+		return fmt.Errorf("%v is not a value of a metric in %s: values are finite, not negative and %s", v, unit, what)
+	}
+	return nil
+}
+
 // twoTo63 is 2^63, the first float64 beyond int64.
 const twoTo63 = 1 << 63
 

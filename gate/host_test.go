@@ -142,3 +142,29 @@ func TestRejudgeDisturbed(t *testing.T) {
 		t.Errorf("rejudged with a disturbed baseline run: step_time over %d baseline runs, %s, notes %q; want 2, no improvement, the note", st.Baseline.Runs, st.Verdict, st.Notes)
 	}
 }
+
+// TestJudgedSamplesNoQuietSide (issue 34): when every baseline run ran on
+// a busy host, the samples the Action stores of a time metric carry no
+// baseline run, so that deleting the result's host_busy flags cannot
+// bring a verdict back; a count keeps every run. Before issue 34 the
+// stored samples were every run's.
+func TestJudgedSamplesNoQuietSide(t *testing.T) {
+	busy := "the host was busy: other processes used 1.8 of 2 CPUs during the run"
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	cand := []Run{synthetic(t, 20, 100, 0, 5), synthetic(t, 20, 100, 0, 5)}
+	rep := Compare(base, cand, Options{Disturbed: Disturbed{Base: []string{busy, busy, busy}}})
+	st, _ := analysis.MetricByName("step_time")
+	bs, cs := rep.JudgedSamples(st, base, cand, nil, nil)
+	if bs == nil || len(bs) != 0 || len(cs) != 2 {
+		t.Errorf("step_time with every baseline run disturbed: %d baseline and %d candidate runs stored, want 0 and 2", len(bs), len(cs))
+	}
+	k, _ := analysis.MetricByName("kernels")
+	if bs, cs := rep.JudgedSamples(k, base, cand, nil, nil); len(bs) != 3 || len(cs) != 2 {
+		t.Errorf("kernels: %d and %d runs stored, want all 3 and 2 (a count keeps a disturbed run)", len(bs), len(cs))
+	}
+	// One quiet baseline run: its samples, and the candidate's.
+	rep = Compare(base, cand, Options{Disturbed: Disturbed{Base: []string{busy, "", busy}}})
+	if bs, cs := rep.JudgedSamples(st, base, cand, nil, nil); len(bs) != 1 || len(cs) != 2 {
+		t.Errorf("one quiet baseline run: %d and %d runs stored, want 1 and 2", len(bs), len(cs))
+	}
+}

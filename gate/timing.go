@@ -216,11 +216,31 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 // (bt, ct), every metric's quiet runs when some were disturbed. The
 // Action stores these (Result.Samples), so that judging them again
 // (Rejudge) judges what the gate judged.
+//
+// A side with no quiet run has no samples of a time metric (an empty
+// slice): the metric had no verdict, and a result that carried that
+// side's disturbed runs would get one back from whoever deleted its
+// host_busy flags (issue 34). The Action's trusted phase judges a time
+// metric with an empty side as no time verdict (action/judge.go).
 func (rep *Report) JudgedSamples(m analysis.Metric, base, cand []Run, bt, ct []TimingRun) (bs, cs [][]float64) {
 	if rep.timed(m.Name) {
-		b, c, _, _ := rep.timingDisturbed().quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
-		return b, c
+		b, c, qb, qc := rep.timingDisturbed().quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
+		return noneIfNoQuiet(b, qb), noneIfNoQuiet(c, qc)
+	}
+	if rep.HostBusy != nil && IsTime(m) {
+		qb, qc := rep.HostBusy.quietRuns(base, cand, rep.SampleUnit == stats.UnitPair)
+		if len(qb) == 0 || len(qc) == 0 {
+			return noneIfNoQuiet(Samples(base, m), len(qb)), noneIfNoQuiet(Samples(cand, m), len(qc))
+		}
 	}
 	jb, jc := rep.JudgedRuns(m, base, cand)
 	return Samples(jb, m), Samples(jc, m)
+}
+
+// noneIfNoQuiet is a side's samples, or none when it had no quiet run.
+func noneIfNoQuiet(s [][]float64, quiet int) [][]float64 {
+	if quiet == 0 {
+		return [][]float64{}
+	}
+	return s
 }

@@ -115,25 +115,15 @@ func TestCompareTimedDisturbed(t *testing.T) {
 	if st.Verdict != stats.Inconclusive || !strings.Contains(st.Reason, "every candidate run was disturbed") {
 		t.Errorf("every candidate timing run disturbed: step_time %s (%s), want no verdict", st.Verdict, st.Reason)
 	}
-	// Judged again from the stored samples (the Action's trusted phase),
-	// the same: no verdict.
+	// The samples the Action stores for the trusted phase: none of the
+	// candidate, which had no quiet timing run (issue 34: with them, a
+	// result whose host_busy flags were deleted would be judged on the
+	// hog's runs); the trusted phase gives such a metric no time verdict
+	// (action/judge.go).
 	m, _ := analysis.MetricByName("step_time")
 	bs, cs := rep.JudgedSamples(m, base, base[:1], bt, hog)
-	if len(bs) != 3 || len(cs) != 1 || cs[0][0] != 160 {
-		t.Fatalf("judged samples %v / %v", bs, cs)
-	}
-	re, err := Rejudge(*st, bs, cs, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range rep.Metrics {
-		if rep.Metrics[i].Name == "step_time" {
-			rep.Metrics[i] = re
-		}
-	}
-	rep.ReapplyHost()
-	if v := rep.metric("step_time").Verdict; v != stats.Inconclusive {
-		t.Errorf("rejudged: step_time %s, want inconclusive", v)
+	if len(bs) != 3 || cs == nil || len(cs) != 0 {
+		t.Fatalf("judged samples %v / %v, want the 3 baseline timing runs and no candidate run", bs, cs)
 	}
 }
 

@@ -3,12 +3,12 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/newfile"
 	"github.com/gpugate/gpugate/runcond"
 )
 
@@ -60,7 +60,7 @@ func storedConditions(r baseline.Run) (*runcond.Conditions, error) {
 // (conditions.json), beside analysis.json; best effort, as that file is.
 func writeConditions(out string, c *runcond.Conditions) {
 	if b := conditionsJSON(c); b != nil {
-		os.WriteFile(filepath.Join(out, "conditions.json"), b, 0o644)
+		newfile.Replace(filepath.Join(out, "conditions.json"), b) // the job's folder: never through what it left there
 	}
 }
 

@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/trace"
 )
@@ -33,15 +35,22 @@ var rankFile = regexp.MustCompile(`-(\d+)\.(?:json(?:\.gz)?|jsonl)$`)
 
 // joinStepSamples gives each result the step hook's samples of its
 // process; it returns warnings for samples that could not be joined.
-func joinStepSamples(results []*analysis.Result, files []string) []string {
+//
+// The files are the job's, read through dir (runner.ReadStepSamples): a
+// file that is not a regular file (a link, a FIFO) or is over its limit
+// was planted, and is an error, not a warning.
+func joinStepSamples(results []*analysis.Result, dir *safefile.Dir, files []string) ([]string, error) {
 	if len(files) == 0 {
-		return nil
+		return nil, nil
 	}
 	var warnings []string
 	byPID := map[int]map[int]runner.StepSample{} // pid → step → sample
 	byRank := map[string][]int{}                 // rank (from the file name) → pids
 	for _, f := range files {
-		ss, err := runner.ReadStepSamples(f)
+		ss, err := runner.ReadStepSamples(dir, f)
+		if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
+			return nil, fmt.Errorf("step memory samples refused: %w", err)
+		}
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("step memory samples not used: %v", err))
 			continue
@@ -110,5 +119,5 @@ func joinStepSamples(results []*analysis.Result, files []string) []string {
 			warnings = append(warnings, fmt.Sprintf("%s: step memory samples for %d of %d steps: memory metrics from them left out", filepath.Base(p.Path), n, len(r.Steps)))
 		}
 	}
-	return warnings
+	return warnings, nil
 }

@@ -47,7 +47,7 @@ func TestJoinStepSamples(t *testing.T) {
 	k0 := stepsResult(filepath.Join(dir, "trace-0.json"), trace.FormatKineto, 0, 2, 3) // ProfilerStep#2..#4 ← samples 3..5
 	k1 := stepsResult(filepath.Join(dir, "trace-1.json"), trace.FormatKineto, 0, 0, 1)
 	ns := stepsResult(filepath.Join(dir, "report.sqlite"), trace.FormatNsys, 10, 0, 2) // pid 10: samples 1, 2
-	ws := joinStepSamples([]*analysis.Result{k0, k1, ns}, []string{f0, f1})
+	ws, _ := joinStepSamples([]*analysis.Result{k0, k1, ns}, nil, []string{f0, f1})
 	for i, want := range []int64{3000000, 4000000, 5000000} {
 		if m := k0.Steps[i].Memory; m.Source != analysis.MemFromHookRSS || m.Peak != want || !m.HasRSS {
 			t.Errorf("trace-0 %s: memory %+v, want the hook's RSS %d", k0.Steps[i].Name, m, want)

@@ -26,6 +26,7 @@ import (
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/internal/newfile"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
@@ -341,7 +342,9 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		}
 		return once, nil
 	}
-	results, err := AnalyzeFiles(ctx, res.Traces, p.aopt, load.Options{Nsys: p.nsysBin})
+	// The traces are the job's files: opened through the folder the
+	// runner opened before the job (never a link, never a FIFO, capped).
+	results, err := AnalyzeFiles(ctx, res.Traces, p.aopt, load.Options{Nsys: p.nsysBin, Open: res.Files.Open})
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +354,11 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err := gate.CheckRun(results); err != nil {
 		return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 	}
-	if ws := joinStepSamples(results, res.StepSamples); len(ws) > 0 && len(results) > 0 { // memory.go
+	ws, err := joinStepSamples(results, res.Files, res.StepSamples) // memory.go
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", w.Name, err)
+	}
+	if len(ws) > 0 && len(results) > 0 {
 		results[0].Warnings = append(results[0].Warnings, ws...)
 	}
 	doc := report.NewStoredAnalysis(results)
@@ -365,7 +372,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 	if err := doc.WriteJSON(&buf); err != nil {
 		return nil, err
 	}
-	os.WriteFile(filepath.Join(out, "analysis.json"), buf.Bytes(), 0o644)
+	newfile.Replace(filepath.Join(out, "analysis.json"), buf.Bytes()) // the job's folder: never through what it left there
 	once.Run, once.Doc = results, buf.Bytes()
 	return once, nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gpugate/gpugate/internal/safefile"
 )
 
 // jobInfoName is the file each training process of a job writes at its
@@ -41,20 +43,26 @@ func (p Process) RankOr(def int) int {
 	return *p.Rank
 }
 
+// maxJobInfo is the limit of a rank report (job-*.json).
+const maxJobInfo = 1 << 20
+
 // readProcesses reads the job-*.json files in out, by rank. A file that
 // cannot be read is an error: a rank the job claimed but gpugate lost
 // would be a silently missing rank.
-func readProcesses(out string) ([]Process, error) {
-	files, _ := filepath.Glob(filepath.Join(out, "job-*.json"))
+func readProcesses(dir *safefile.Dir) ([]Process, error) {
+	files, err := dir.Glob("job-*.json")
+	if err != nil {
+		return nil, err
+	}
 	var ps []Process
 	for _, f := range files {
-		b, err := readJobFile(f, 1<<20)
+		b, err := dir.ReadFile(f, maxJobInfo)
 		if err != nil {
 			return nil, err
 		}
 		var p Process
 		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, fmt.Errorf("read %s: %w", f, err)
+			return nil, fmt.Errorf("read %s: %s", f, jsonMsg(err))
 		}
 		ps = append(ps, p)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
@@ -22,7 +23,63 @@ const (
 	// maxEcho is the longest line echoed to the terminal or kept in an
 	// error's tail.
 	maxEcho = 2000
+	// EchoHead and EchoTail bound the echo of the job's output to
+	// gpugate's own output (in Actions, the job's log): the lines of the
+	// first EchoHead and the last EchoTail bytes of the echo are shown,
+	// with a line between them saying how many lines and bytes were left
+	// out. gpugate's own lines are not counted.
+	EchoHead = 1 << 20
+	EchoTail = 1 << 20
 )
+
+// echoCap echoes the job's lines to w: the first EchoHead bytes as they
+// come, then it keeps the lines of the last EchoTail bytes, which flush
+// writes after a line saying what was left out.
+type echoCap struct {
+	w         io.Writer
+	head      int64 // bytes written so far
+	closed    bool  // the head is full: lines go to the tail
+	tail      []string
+	tailBytes int
+	leftLines int64
+	leftBytes int64
+}
+
+func (e *echoCap) line(s string) {
+	if !e.closed {
+		if e.head+int64(len(s)) <= EchoHead {
+			e.head += int64(len(s))
+			io.WriteString(e.w, s)
+			return
+		}
+		e.closed = true
+	}
+	e.tail = append(e.tail, s)
+	e.tailBytes += len(s)
+	drop := 0
+	for e.tailBytes > EchoTail && drop < len(e.tail) {
+		e.tailBytes -= len(e.tail[drop])
+		e.leftBytes += int64(len(e.tail[drop]))
+		e.leftLines++
+		drop++
+	}
+	if drop > 0 {
+		e.tail = append(e.tail[:0], e.tail[drop:]...)
+	}
+}
+
+// flush writes the line saying what was left out, if anything was, and
+// the kept tail.
+func (e *echoCap) flush(name, log string) {
+	if e.leftLines > 0 {
+		fmt.Fprintf(e.w, "[%s] gpugate: %d lines (%d bytes) of the job's output left out of this echo here: it shows the first %d MiB and the last %d MiB of the echo (job.log keeps the first %d MiB and the last %d MiB of the output: %s)\n",
+			name, e.leftLines, e.leftBytes, EchoHead>>20, EchoTail>>20, LogHead>>20, LogTail>>20, log)
+	}
+	for _, s := range e.tail {
+		io.WriteString(e.w, s)
+	}
+	e.tail, e.tailBytes, e.leftLines, e.leftBytes = nil, 0, 0, 0
+}
 
 // capLog writes the head of the output to a file and keeps its tail in a
 // ring buffer, written out on Close.

@@ -15,15 +15,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/internal/newfile"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/runcond"
 )
 
@@ -128,6 +128,10 @@ type Result struct {
 	IsolationWarnings []string
 	// Timing are a timing run's timed steps, one per rank (Job.Timing).
 	Timing []RankTiming
+	// Files is the run's folder, opened before the job ran: Traces and
+	// StepSamples are files of it, written by the job, and are read
+	// through it (Files.Open, internal/safefile), never by path.
+	Files *safefile.Dir
 }
 
 // Error is a failed run: the job crashed, timed out or wrote no trace.
@@ -197,6 +201,13 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			return nil, err
 		}
 	}
+	// The folder the job writes into, opened now, before the job can
+	// replace it: everything gpugate reads back is opened through it.
+	files, err := safefile.OpenDir(out)
+	if err != nil {
+		return nil, err
+	}
+	res.Files = files
 	switch job.Profiler {
 	case Torch:
 		dir, err := prepare(out, "torch")
@@ -303,12 +314,12 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		fmt.Fprintf(job.Output, "[%s] gpugate: nsys failed before the job made a step (%s): a failure of nsys itself, which a busy machine brings out, not of the job; retrying, attempt %d of %d (log of this one: %s)\n",
 			job.Name, why, attempt+1, nsysAttempts, kept)
 		for _, pat := range []string{"report.nsys-rep", "report.qdstrm", "steps-*.jsonl", "job-*.json"} {
-			olds, _ := filepath.Glob(filepath.Join(out, pat))
+			olds, _ := files.Glob(pat)
 			for _, f := range olds {
-				os.Remove(f)
+				files.Remove(f)
 			}
 		}
-		*res = Result{Log: res.Log}
+		*res = Result{Log: res.Log, Files: files}
 		start = time.Now()
 	}
 	res.Duration = time.Since(start)
@@ -316,14 +327,13 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		res.Duration -= res.Slurm.QueueWait
 	}
 	if job.Profiler != None || job.Timing {
-		res.StepSamples, _ = filepath.Glob(filepath.Join(out, "steps-*.jsonl"))
-		sort.Strings(res.StepSamples)
-		if res.Processes, err = readProcesses(out); err != nil {
+		res.StepSamples, _ = files.Glob("steps-*.jsonl")
+		if res.Processes, err = readProcesses(files); err != nil {
 			return res, &Error{Job: job.Name, What: "left an unreadable rank report: " + err.Error(), Log: res.Log}
 		}
 	}
 	if job.Timing {
-		if res.Timing, err = readTimings(out); err != nil {
+		if res.Timing, err = readTimings(files); err != nil {
 			return res, &Error{Job: job.Name, What: "left unreadable step times: " + err.Error(), Log: res.Log}
 		}
 		// Never a timing run of fewer ranks than the job had: the
@@ -335,8 +345,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 
 	switch job.Profiler {
 	case Torch:
-		res.Traces, _ = filepath.Glob(filepath.Join(out, "trace-*.json"))
-		sort.Strings(res.Traces)
+		res.Traces, _ = files.Glob("trace-*.json")
 		if len(res.Traces) == 0 {
 			return res, &Error{Job: job.Name, What: fmt.Sprintf("wrote no torch.profiler trace: it ran %d optimizer steps, and the profiler needs 1 + warmup_steps (%d) + measure_steps (%d) of them; is it a PyTorch training loop calling optimizer.step()?", res.Steps, job.WarmupSteps, job.MeasureSteps), Log: res.Log}
 		}
@@ -352,19 +361,12 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			}
 			break
 		}
-		rep := filepath.Join(out, "report.nsys-rep")
-		if _, err := os.Stat(rep); err != nil {
+		if reps, _ := files.Glob("report.nsys-rep"); len(reps) == 0 {
 			return res, &Error{Job: job.Name, What: "ran under nsys but no report was written (see the log for nsys's messages)", Log: res.Log}
 		}
-		db := filepath.Join(out, "report.sqlite")
-		// Bounded by the job's timeout, output capped (internal/bounded).
-		limit := job.Timeout
-		if limit <= 0 {
-			limit = 10 * time.Minute
-		}
-		ex, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 256 << 10, Stderr: true}, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
+		db, err := exportReport(ctx, job, files, "report.nsys-rep")
 		if err != nil {
-			return res, &Error{Job: job.Name, What: fmt.Sprintf("report could not be exported to SQLite: %v: %s", err, lastLine(string(ex.Out))), Log: res.Log}
+			return res, &Error{Job: job.Name, What: "report could not be exported to SQLite: " + err.Error(), Log: res.Log}
 		}
 		res.Traces = []string{db}
 	}
@@ -396,7 +398,7 @@ const nsysAttempts = 5
 // "Connection reset by peer" of its own (a lost NCCL or gloo peer) is not
 // retried, nor is any failure after the job's first step.
 func nsysTransient(log string) string {
-	b, err := os.ReadFile(log)
+	b, err := safefile.ReadFile(log, maxLogFile)
 	if err != nil {
 		return ""
 	}
@@ -458,7 +460,10 @@ const progressEvery = 10 * time.Second
 // whatever the job left behind (even in a session of its own) is killed
 // when it ends.
 func run(ctx context.Context, job Job, args, env []string, res *Result) error {
-	f, err := os.Create(res.Log)
+	// A new file: what a job of an earlier attempt left at the log's path
+	// (a link to a file of the user's) is removed, never written through.
+	os.Remove(res.Log)
+	f, err := newfile.Create(res.Log)
 	if err != nil {
 		return err
 	}
@@ -567,12 +572,13 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// (\r\n, or a bar's last redraw) shows it.
 	var unshown string
 	var lastProgress time.Time
+	echo := &echoCap{w: job.Output}
 	show := func(line string) {
 		tail = append(tail, line)
 		if len(tail) > 5 {
 			tail = tail[1:]
 		}
-		fmt.Fprintf(job.Output, "[%s] %s\n", job.Name, line)
+		echo.line("[" + job.Name + "] " + line + "\n")
 	}
 	sp := &splitter{emit: func(line string, dropped int, cr bool) {
 		mu.Lock()
@@ -599,7 +605,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 				if m[2] != "" {
 					rank = " rank " + m[2] + ":"
 				}
-				fmt.Fprintf(job.Output, "[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(start).Seconds())
+				echo.line(fmt.Sprintf("[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(start).Seconds()))
 			}
 			return
 		}
@@ -689,6 +695,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	pr.Close()
 	mu.Lock()
 	defer mu.Unlock()
+	echo.flush(job.Name, res.Log)
 	switch {
 	case killed != "":
 		return &Error{Job: job.Name, What: killed, Log: res.Log, Tail: tail}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpugate/gpugate/internal/bounded"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/runcond"
 )
 
@@ -329,7 +330,7 @@ func slurmProbe(ctx context.Context, job Job, name, jobID, out string) ([]SlurmN
 			return nil, fmt.Errorf("node name %s: not a plain Slurm node name", strconv.QuoteToASCII(p))
 		}
 		f := filepath.Join(out, ".gpugate-node-"+p)
-		b, err := os.ReadFile(f)
+		b, err := safefile.ReadFile(f, 64<<10) // the shared folder: a regular file, never a link or FIFO
 		if err != nil {
 			return nil, fmt.Errorf("node %s wrote %s, but it is not here: %s is not on a filesystem that node shares with gpugate's machine; set slurm.shared_dir to one", p, escape.Terminal(f), escape.Terminal(out))
 		}
@@ -536,7 +537,7 @@ var srunFailure = regexp.MustCompile(`^srun: error: (\S+): tasks? (\d+)(?:[-,]\S
 // failedNode rewrites a failed step's error to name the node where a task
 // failed first, with that task's last lines of output from the log.
 func failedNode(je *Error, log string) {
-	f, err := os.Open(log)
+	f, err := safefile.Open(log, maxLogFile)
 	if err != nil {
 		return
 	}
@@ -589,23 +590,17 @@ func lastLines(s string, n int) []string {
 // slurmNsysReports exports each task's nsys report (report-RANK.nsys-rep)
 // to SQLite and names it as the trace of the process of that rank.
 func slurmNsysReports(ctx context.Context, job Job, out string, res *Result) error {
-	reps, _ := filepath.Glob(filepath.Join(out, "report-*.nsys-rep"))
-	sort.Strings(reps)
+	reps, _ := res.Files.Glob("report-*.nsys-rep")
 	if len(reps) == 0 {
 		return &Error{Job: job.Name, What: "ran under nsys but no task wrote a report (see the log for nsys's messages)", Log: res.Log}
-	}
-	limit := job.Timeout
-	if limit <= 0 {
-		limit = 10 * time.Minute
 	}
 	var mu sync.Mutex
 	var errs []string
 	for _, rep := range reps {
-		db := strings.TrimSuffix(rep, ".nsys-rep") + ".sqlite"
-		ex, err := bounded.Run(ctx, bounded.Options{Limit: limit, MaxOutput: 256 << 10, Stderr: true}, job.NsysPath, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", db, rep)
+		db, err := exportReport(ctx, job, res.Files, filepath.Base(rep))
 		if err != nil {
 			mu.Lock()
-			errs = append(errs, fmt.Sprintf("%s: %v: %s", filepath.Base(rep), err, lastLine(string(ex.Out))))
+			errs = append(errs, fmt.Sprintf("%s: %v", filepath.Base(rep), err))
 			mu.Unlock()
 			continue
 		}

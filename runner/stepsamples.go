@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/gpugate/gpugate/internal/safefile"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -164,11 +165,25 @@ func jsonMsg(err error) string {
 	return err.Error()
 }
 
-// ReadStepSamples reads a step samples file.
-func ReadStepSamples(path string) (*StepSamples, error) {
-	f, err := os.Open(path)
+// MaxStepSamplesFile is the limit of a step samples file: a file the job
+// made larger is refused, not read.
+const MaxStepSamplesFile = 1 << 30
+
+// ReadStepSamples reads a step samples file, which the job's processes
+// wrote: through dir (the run's folder, opened before the job ran) when
+// not nil, else by its path, never through a link, never waiting on a
+// FIFO, a regular file of at most MaxStepSamplesFile bytes
+// (internal/safefile).
+func ReadStepSamples(dir *safefile.Dir, path string) (*StepSamples, error) {
+	var f *os.File
+	var err error
+	if dir != nil {
+		f, err = dir.Open(path, MaxStepSamplesFile)
+	} else {
+		f, err = safefile.Open(path, MaxStepSamplesFile)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read step samples %s: %w", path, err)
+		return nil, fmt.Errorf("read step samples %w", err)
 	}
 	defer f.Close()
 	return ParseStepSamples(f, path)

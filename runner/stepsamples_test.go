@@ -66,7 +66,7 @@ func TestParseStepSamples(t *testing.T) {
 			t.Errorf("ParseStepSamples(%.60q) error %v, want %s", tc.in, err, tc.want)
 		}
 	}
-	if _, err := ReadStepSamples(filepath.Join(t.TempDir(), "none.jsonl")); err == nil || !strings.HasPrefix(err.Error(), "read step samples ") {
+	if _, err := ReadStepSamples(nil, filepath.Join(t.TempDir(), "none.jsonl")); err == nil || !strings.HasPrefix(err.Error(), "read step samples ") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -122,7 +122,7 @@ for _ in range(6):
 					pid, _ = strconv.Atoi(p)
 				}
 			}
-			got, err := ReadStepSamples(filepath.Join(dir, "steps-3.jsonl"))
+			got, err := ReadStepSamples(nil, filepath.Join(dir, "steps-3.jsonl"))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -199,7 +199,7 @@ print("resets:", resets)
 	if err != nil || !strings.Contains(string(out), "resets: [1, 1, 1]") {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	got, err := ReadStepSamples(filepath.Join(dir, "s.jsonl"))
+	got, err := ReadStepSamples(nil, filepath.Join(dir, "s.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

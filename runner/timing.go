@@ -3,13 +3,12 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+
+	"github.com/gpugate/gpugate/internal/safefile"
 )
 
 // timingName is the file each training process of a timing run writes
@@ -45,18 +44,21 @@ const (
 // cannot be read or holds an impossible value (a negative, non-finite or
 // absurd step time, two files of one rank) is an error: timing files are
 // written by the job's processes, which are untrusted code.
-func readTimings(out string) ([]RankTiming, error) {
-	files, _ := filepath.Glob(filepath.Join(out, "timing-*.json"))
+func readTimings(dir *safefile.Dir) ([]RankTiming, error) {
+	files, err := dir.Glob("timing-*.json")
+	if err != nil {
+		return nil, err
+	}
 	var ts []RankTiming
 	seen := map[int]bool{}
 	for _, f := range files {
-		b, err := readJobFile(f, maxTimingFile)
+		b, err := dir.ReadFile(f, maxTimingFile)
 		if err != nil {
 			return nil, err
 		}
 		var t RankTiming
 		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, fmt.Errorf("read %s: %w", filepath.Base(f), err)
+			return nil, fmt.Errorf("read %s: %s", filepath.Base(f), jsonMsg(err))
 		}
 		if err := t.check(); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
@@ -71,39 +73,12 @@ func readTimings(out string) ([]RankTiming, error) {
 	return ts, nil
 }
 
-// readJobFile reads a file that the job's processes wrote, at most max
-// bytes: a regular file only, never through a symlink, and never waiting
-// on a FIFO the job planted in its place (O_NONBLOCK), which would hang
-// gpugate after the job's timeout.
-func readJobFile(path string, max int64) ([]byte, error) {
-	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", filepath.Base(path), st.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(fh, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s: more than %d bytes", filepath.Base(path), max)
-	}
-	return b, nil
-}
-
 func (t RankTiming) check() error {
 	switch {
 	case t.Rank < 0 || t.Rank > 1<<20:
 		return fmt.Errorf("rank %d out of range", t.Rank)
 	case t.Clock != ClockCUDAEvents && t.Clock != ClockHost:
-		return fmt.Errorf("unknown clock %q", t.Clock)
+		return fmt.Errorf("unknown clock (want %s or %s)", ClockCUDAEvents, ClockHost)
 	case len(t.StepMs) == 0:
 		return fmt.Errorf("no step times")
 	case len(t.StepMs) > maxTimingSteps || len(t.HostMs) > maxTimingSteps:

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/safefile"
 )
 
 // TestTimingRun runs a real PyTorch training loop as a timing run, through
@@ -118,7 +120,7 @@ func TestReadTimingsRefuses(t *testing.T) {
 		{"negative", `{"rank":0,"clock":"host","step_ms":[1,-2]}`, "step 2: time -2 ms"},
 		{"absurd", `{"rank":0,"clock":"host","step_ms":[1e300]}`, "is not a step time"},
 		{"no steps", `{"rank":0,"clock":"host","step_ms":[]}`, "no step times"},
-		{"clock", `{"rank":0,"clock":"sundial","step_ms":[1]}`, `unknown clock "sundial"`},
+		{"clock", `{"rank":0,"clock":"sundial","step_ms":[1]}`, `unknown clock (want cuda-events or host)`},
 		{"rank", `{"rank":-1,"clock":"host","step_ms":[1]}`, "rank -1 out of range"},
 		{"not json", `{"rank":0,`, "timing-0.json"},
 		{"twice", `{"rank":0,"clock":"host","step_ms":[1]}|{"rank":0,"clock":"host","step_ms":[2]}`, "rank 0 timed twice"},
@@ -128,7 +130,7 @@ func TestReadTimingsRefuses(t *testing.T) {
 			for i, f := range strings.Split(tc.files, "|") {
 				os.WriteFile(filepath.Join(dir, "timing-"+strconv.Itoa(i)+".json"), []byte(f), 0o644)
 			}
-			_, err := readTimings(dir)
+			_, err := readTimings(openDir(t, dir))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want %q", err, tc.want)
 			}
@@ -137,7 +139,7 @@ func TestReadTimingsRefuses(t *testing.T) {
 	dir := t.TempDir()
 	big := make([]byte, maxTimingFile+10)
 	os.WriteFile(filepath.Join(dir, "timing-0.json"), big, 0o644)
-	if _, err := readTimings(dir); err == nil || !strings.Contains(err.Error(), "more than 8388608 bytes") {
+	if _, err := readTimings(openDir(t, dir)); err == nil || !strings.Contains(err.Error(), "larger than its limit of 8 MiB") {
 		t.Errorf("oversized file: err %v", err)
 	}
 }
@@ -163,7 +165,7 @@ func TestReadTimingsPlanted(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := readTimings(dir); done <- err }()
+	go func() { _, err := readTimings(openDir(t, dir)); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
@@ -175,7 +177,7 @@ func TestReadTimingsPlanted(t *testing.T) {
 	dir = t.TempDir()
 	os.WriteFile(filepath.Join(dir, "secret"), []byte(`{"rank":0,"clock":"host","step_ms":[1]}`), 0o600)
 	os.Symlink(filepath.Join(dir, "secret"), filepath.Join(dir, "timing-0.json"))
-	if _, err := readTimings(dir); err == nil {
+	if _, err := readTimings(openDir(t, dir)); err == nil {
 		t.Error("a symlink was followed")
 	}
 }
@@ -245,4 +247,14 @@ print("LOG " + " ".join(log), flush=True)
 	if !strings.Contains(string(b), want) {
 		t.Errorf("the job's log:\n%s\nwant %q: an event at boundaries 2 to 6, one wait after the last", b, want)
 	}
+}
+
+func openDir(t *testing.T, dir string) *safefile.Dir {
+	t.Helper()
+	d, err := safefile.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

@@ -128,6 +128,9 @@ if [ "$step" = plan ]; then
 	exit 0
 fi
 
+# A folder left read-only by an earlier install in this job (the action
+# used twice) is made writable for the new binary, then read-only again.
+[ -d "$out" ] && chmod u+w "$out" && rm -f "$bin"
 mkdir -p "$out"
 if [ "$how" = source ]; then
 	$need_go && err "cannot build gpugate from source: the go on PATH (${go_have:-none}) is older than go.mod's go $go_want"
@@ -149,6 +152,16 @@ else
 	rm -f "$out/$asset"
 	echo "gpugate: installed $version ($asset, sha256 $got) from $server/$repo because $why"
 fi
+# Read-only, and its digest stated as this step's output: every later
+# step of action.yml checks the binary against it before running it
+# (GPUGATE_BIN_SHA256). A step's outputs are fixed when it ends, before the
+# job runs; the job runs as this user and could replace the file, so the
+# mode only keeps honest mistakes out, and the digest is what is trusted.
+chmod 0555 "$bin" "$out"
+sum=$( (sha256sum "$bin" 2>/dev/null || shasum -a 256 "$bin") | cut -d' ' -f1)
+[[ "$sum" =~ ^[0-9a-f]{64}$ ]] || err "no sha256 of the installed binary"
 "$bin" version
+echo "gpugate: installed $bin, sha256 $sum; later steps run it only while it still has this digest"
 echo "bin=$bin" >>"${GITHUB_OUTPUT:-/dev/null}"
+echo "sha256=$sum" >>"${GITHUB_OUTPUT:-/dev/null}"
 echo "$out" >>"${GITHUB_PATH:-/dev/null}"

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // installRun is what a run of scripts/install-action.sh printed and wrote
@@ -40,6 +42,9 @@ func runInstall(t *testing.T, step, pins, goVersion string, env map[string]strin
 	}
 	out := filepath.Join(dir, "output")
 	os.WriteFile(out, nil, 0o644)
+	// The install leaves its folder read-only: writable again for the
+	// test's cleanup when it does not run as root.
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "tmp", "gpugate-bin"), 0o755) })
 	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "install-action.sh"))
 	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "GITHUB_ACTION_PATH=" + ap, "GITHUB_OUTPUT=" + out, "GITHUB_PATH=" + filepath.Join(dir, "path"),
 		"RUNNER_TEMP=" + filepath.Join(dir, "tmp"), "GPUGATE_INSTALL_STEP=" + step, "GPUGATE_RUNNER_OS=Linux", "GPUGATE_RUNNER_ARCH=X64"}
@@ -152,5 +157,99 @@ func TestInstallRelease(t *testing.T) {
 	r = runInstall(t, "install", bad+"  v0.3.0  gpugate_linux_amd64.tar.gz\n", "", env)
 	if r.err == nil || !strings.Contains(r.log, "checksum mismatch") || strings.Contains(r.out, "bin=") {
 		t.Errorf("install with a wrong pin: %v\n%s", r.err, r.log)
+	}
+}
+
+// TestInstalledBinaryChecked (issue 34): the install step leaves gpugate
+// read-only and states its sha256 as a step output, before any job runs;
+// every later step of action.yml that runs gpugate runs it only while it
+// has that digest. A job (the same user) that replaced the binary gets an
+// error annotation and exit 1 from the next step, post step included, and
+// its file never runs. Before issue 34 the steps ran "$GPUGATE_BIN" as it
+// was.
+func TestInstalledBinaryChecked(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	script := "#!/bin/sh\necho gpugate v0.3.0\nif [ \"$1\" = action ]; then echo genuine gpugate ran; fi\n"
+	tw.WriteHeader(&tar.Header{Name: "gpugate", Mode: 0o755, Size: int64(len(script))})
+	tw.Write([]byte(script))
+	tw.Close()
+	zw.Close()
+	archive := buf.Bytes()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(archive) }))
+	defer srv.Close()
+	h := sha256.Sum256(archive)
+	env := map[string]string{"GPUGATE_ACTION_REF": "v0", "GITHUB_SERVER_URL": srv.URL, "GPUGATE_ACTION_REPOSITORY": "gpugate/gpugate"}
+	r := runInstall(t, "install", hex.EncodeToString(h[:])+"  v0.3.0  gpugate_linux_amd64.tar.gz\n", "", env)
+	if r.err != nil {
+		t.Fatalf("install: %v\n%s", r.err, r.log)
+	}
+	outs := map[string]string{}
+	for _, l := range strings.Split(r.out, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			outs[k] = v
+		}
+	}
+	bin, sum := outs["bin"], outs["sha256"]
+	if bin == "" || len(sum) != 64 {
+		t.Fatalf("install states bin=%q sha256=%q, want both:\n%s", bin, sum, r.out)
+	}
+	if got := sha256.Sum256([]byte(script)); hex.EncodeToString(got[:]) != sum {
+		t.Errorf("stated sha256 %s is not the binary's (%x)", sum, got)
+	}
+	for _, p := range []string{bin, filepath.Dir(bin)} {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o555 {
+			t.Errorf("%s: mode %v (%v), want read-only 0555", p, st.Mode().Perm(), err)
+		}
+	}
+
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Runs struct {
+			Steps []struct {
+				ID, Name, Run string
+				Env           map[string]string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	runStep := func(run, bin, sum string) (string, error) {
+		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "GPUGATE_BIN=" + bin, "GPUGATE_BIN_SHA256=" + sum, "GPUGATE_DB_FILE=/dev/null"}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	forged := filepath.Join(t.TempDir(), "gpugate")
+	os.WriteFile(forged, []byte("#!/bin/sh\necho the job's file ran\n"), 0o755)
+	steps := 0
+	for _, s := range a.Runs.Steps {
+		if !strings.Contains(s.Run, "$GPUGATE_BIN") {
+			continue
+		}
+		steps++
+		if s.Env["GPUGATE_BIN_SHA256"] != "${{ steps.install.outputs.sha256 }}" {
+			t.Errorf("step %q runs gpugate without the install step's digest (GPUGATE_BIN_SHA256: %q)", s.Name, s.Env["GPUGATE_BIN_SHA256"])
+		}
+		if out, err := runStep(s.Run, bin, sum); err != nil || !strings.Contains(out, "genuine gpugate ran") {
+			t.Errorf("step %q with the installed binary: %v\n%s", s.Name, err, out)
+		}
+		for name, c := range map[string]struct{ bin, sum string }{
+			"replaced":  {forged, sum},
+			"no digest": {bin, ""},
+		} {
+			out, err := runStep(s.Run, c.bin, c.sum)
+			if err == nil || strings.Contains(out, "gpugate ran") || strings.Contains(out, "file ran") || !strings.Contains(out, "::error title=gpugate::") || !strings.Contains(out, "is not the binary the install step installed") {
+				t.Errorf("step %q, binary %s: %v, want exit 1 with an error annotation and nothing run\n%s", s.Name, name, err, out)
+			}
+		}
+	}
+	if steps < 5 {
+		t.Errorf("%d steps of action.yml run gpugate, want 5 (prepare, gate, alert, post, comment): the test reads action.yml wrong", steps)
 	}
 }

@@ -25,3 +25,11 @@ func Write(p string, data []byte) error {
 	}
 	return f.Close()
 }
+
+// Replace writes data to p as a new file, removing what is at p first
+// (a file, or a link or FIFO a job planted there, which is never followed
+// nor opened).
+func Replace(p string, data []byte) error {
+	os.Remove(p)
+	return Write(p, data)
+}

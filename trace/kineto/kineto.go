@@ -34,17 +34,24 @@ func Parse(r io.Reader, name string) (*trace.Profile, error) { return Limits{}.P
 // ReadFile reads the trace at path; gzip is detected from the content. A
 // large uncompressed file is parsed by several goroutines (see parallel.go).
 func (l Limits) ReadFile(path string) (*trace.Profile, error) {
-	l = l.withDefaults()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return l.ReadOpen(f, path)
+}
+
+// ReadOpen reads the trace in the open file f (from its start, by
+// position: f's offset is not used); path is used in errors and as the
+// profile path.
+func (l Limits) ReadOpen(f *os.File, path string) (*trace.Profile, error) {
+	l = l.withDefaults()
 	var magic [2]byte
 	n, _ := f.ReadAt(magic[:], 0)
 	st, err := f.Stat()
 	if err != nil || (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) || st.Size() < parallelMinBytes {
-		return l.Parse(f, path)
+		return l.Parse(io.NewSectionReader(f, 0, 1<<62), path)
 	}
 	if st.Size() > l.MaxBytes {
 		return nil, limitError(path, "", limitBytes, fmt.Sprintf("trace size (%d bytes)", st.Size()), l.MaxBytes)
@@ -205,7 +212,7 @@ func (p *parser) parse() error {
 			return &trace.SyntaxError{File: p.p.Path, Msg: `no "traceEvents" array: not a Kineto trace`}
 		}
 	default:
-		return &trace.SyntaxError{File: p.p.Path, Pos: "offset 0", Msg: fmt.Sprintf("not a JSON trace (starts with %q)", c)}
+		return &trace.SyntaxError{File: p.p.Path, Pos: "offset 0", Msg: "not a JSON trace: it does not start with a JSON object or array"}
 	}
 	s = p.s
 	if !s.atEOF() {

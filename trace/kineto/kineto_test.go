@@ -206,7 +206,7 @@ func TestBadInput(t *testing.T) {
 		{"truncated array", `[{"ph": "X"}, `, "truncated trace"},
 		{"not json", "hello world", "not a JSON trace"},
 		{"no events", `{"schemaVersion": 1}`, `no "traceEvents"`},
-		{"bad char", `{"traceEvents": [{"ph": "X",, }]}`, "invalid character"},
+		{"bad char", `{"traceEvents": [{"ph": "X",, }]}`, "unexpected character"},
 		{"truncated gzip", full[:len(full)/2], "truncated gzip"},
 		{"corrupt gzip", full[:len(full)-8] + "\x00\x00\x00\x00\x00\x00\x00\x00", "gzip"},
 		{"trailing garbage", `[] x`, "end of input"},

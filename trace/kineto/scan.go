@@ -146,7 +146,9 @@ type unexpectedError struct {
 }
 
 func (e *unexpectedError) Error() string {
-	return "invalid character " + strconv.QuoteRune(rune(e.got)) + ", want " + e.want
+	// The character itself is not quoted: errors never quote what a file
+	// holds (a trace the job replaced may be a secret's copy).
+	return "unexpected character, want " + e.want
 }
 
 func (s *scanner) unexpected(got byte, want string) error {
