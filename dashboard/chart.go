@@ -106,8 +106,12 @@ func newChart(w *Workload, m analysis.Metric, co stats.ChangeOptions) *Chart {
 			byKey[key] = s
 			c.Series = append(c.Series, s)
 		}
+		from := "profiled run"
+		if n := r.Timed[m.Name]; n > 0 {
+			from = fmt.Sprintf("%d timing run(s)", n)
+		}
 		s.Points = append(s.Points, &Point{Run: r, X: x(r.Index), Y: y(v), Value: v,
-			Label: fmt.Sprintf("run %d (#%d), %s, %s on %s: %s %s", r.ID, r.Index+1, r.Kind, r.Short(), r.Branch, num(v), m.Unit)})
+			Label: fmt.Sprintf("run %d (#%d), %s, %s on %s: %s %s (from its %s)", r.ID, r.Index+1, r.Kind, r.Short(), r.Branch, num(v), m.Unit, from)})
 	}
 	for _, s := range c.Series {
 		if s.Kind != "baseline" {

@@ -213,7 +213,7 @@ var pages = template.Must(template.New("").Funcs(funcs).Parse(`
 <p><a href="index.html">workloads</a></p>
 <h1>{{.Name}}</h1>
 <p>{{len .Runs}} runs. Newest of <code>{{.Branch}}</code>'s baseline: {{with .Main}}<a href="{{.File}}">run {{.ID}}</a>{{else}}none{{end}}, verdict {{template "verdict" .Verdict}}; {{.OthersN}} run(s) of pull requests and other branches.
-Each point is a run's mean step (per step its ranks combined as the gate combines them: the slowest rank's time, the job's counts), the value the verdict compares.
+Each point is a run's value as the verdict compares it: step time from the timing runs stored with the run (the job without the profiler) when it has them, their geometric mean when there are several; every other metric, and step time of a run without timing runs, is the profiled run's mean step (per step its ranks combined as the gate combines them: the slowest rank's time, the job's counts). Each point's label says which runs it came from.
 Filled circles are baseline runs, joined per machine (fingerprint) and branch; open squares are candidate (pull request) runs.
 Change points are found in each machine's baseline runs (E-divisive, permutation test).</p>
 {{range .Charts}}<h2>{{.Metric.Name}}</h2>

@@ -336,7 +336,8 @@ func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) e
 		if i < len(ex.Made) {
 			created = ex.Made[i]
 		}
-		doc, err := withTiming(ex.Docs[i], timingOf(ex, i, len(ex.Docs)))
+		timing, wall := timingWallOf(ex, i, len(ex.Docs))
+		doc, err := withTiming(ex.Docs[i], timing, wall)
 		if err != nil {
 			return err
 		}

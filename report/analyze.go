@@ -56,6 +56,12 @@ type Job struct {
 	// documents stored before gpugate recorded it.
 	WallSeconds float64 `json:"wall_s,omitempty"`
 	GPUs        int     `json:"gpus,omitempty"`
+	// TimingRuns counts the timing runs stored with the run (Analysis.
+	// TimingRuns), and TimingWallSeconds their wall time (s): with the
+	// profiled run, what the check spent on this run; 0 for a run stored
+	// without timing runs or before gpugate recorded their cost.
+	TimingRuns        int     `json:"timing_runs,omitempty"`
+	TimingWallSeconds float64 `json:"timing_wall_s,omitempty"`
 	// Slurm is the Slurm job the run was (docs/slurm.md); omitted for a
 	// job that did not run under Slurm.
 	Slurm *SlurmJob `json:"slurm,omitempty"`

@@ -1,0 +1,95 @@
+package gate
+
+import (
+	"math"
+	"slices"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/runcond"
+)
+
+// Judged is one stored run's value of a metric as a verdict compares it,
+// and which of the run's runs it came from: the views (the dashboard's
+// charts, run pages, health and change points) read it, so that they
+// plot the number the verdict compares, not another.
+type Judged struct {
+	Value float64
+	// Timing counts the timing runs the value came from (a timed metric
+	// of a run stored with timing runs: their quiet ones, or every one
+	// when none was quiet); 0 when it came from the profiled run.
+	Timing int
+	// TimingBusy says why the run's timing runs' host was busy, when
+	// every one of them was (the value then comes from all of them, and
+	// a verdict would leave the run out of step time); "" otherwise.
+	TimingBusy string
+}
+
+// JudgedValue is a stored run's value of metric m as a verdict compares
+// it: for a timed metric (IsTimed) of a run stored with timing runs, the
+// geometric mean of the run means (each the mean of the timing run's
+// steps, as stats takes a run's mean) of its quiet timing runs under
+// margins — the samples JudgedSamples gives a verdict, one slice per
+// timing run —, or of every timing run when none was quiet; otherwise
+// the profiled run's value (RunValue). With one timing run stored per
+// profiled run, as gpugate run stores them, the geometric mean of a
+// side's values is the verdict's baseline.value or candidate.value.
+func JudgedValue(run Run, timing []TimingRun, m analysis.Metric, margins HostMargins) (Judged, bool) {
+	if !IsTimed(m.Name) || len(timing) == 0 {
+		v, ok := RunValue(run, m)
+		return Judged{Value: v}, ok
+	}
+	cs := make([]*runcond.Conditions, len(timing))
+	for i, t := range timing {
+		cs[i] = t.Conditions
+	}
+	d := Disturbed{Base: Disturbances(cs, margins)}
+	q, _ := d.quietIdx(len(timing), 0, false)
+	var busy string
+	if len(q) == 0 {
+		for i := range timing {
+			q = append(q, i)
+		}
+		busy = d.Base[0]
+	}
+	samples := pick(timingSamples(timing), q)
+	var logSum float64
+	n := 0
+	for _, s := range samples {
+		if v, ok := runMean(s); ok && v > 0 {
+			logSum += math.Log(v)
+			n++
+		}
+	}
+	if n == 0 {
+		return Judged{}, false
+	}
+	v := math.Exp(logSum / float64(n))
+	if n == 1 {
+		for _, s := range samples {
+			if x, ok := runMean(s); ok {
+				v = x // the same bits as the verdict's run mean
+			}
+		}
+	}
+	return Judged{Value: v, Timing: n, TimingBusy: busy}, true
+}
+
+// runMean is the mean of a run's finite steps, summed in ascending order
+// as stats sums them.
+func runMean(xs []float64) (float64, bool) {
+	var fs []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			fs = append(fs, x)
+		}
+	}
+	if len(fs) == 0 {
+		return 0, false
+	}
+	slices.Sort(fs)
+	var sum float64
+	for _, x := range fs {
+		sum += x
+	}
+	return sum / float64(len(fs)), true
+}
