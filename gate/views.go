@@ -93,3 +93,33 @@ func runMean(xs []float64) (float64, bool) {
 	}
 	return sum / float64(len(fs)), true
 }
+
+// StepSeries are the step times (ms) of the first run of each side that
+// step time was judged on (JudgedSamples): a timing run's when the
+// verdict judged step time on timing runs, else a profiled run's, its
+// ranks combined as the gate combines them. The PR comment, report.md
+// and the step summary chart these, titled by StepRuns, so that every
+// view shows the same steps.
+func (rep *Report) StepSeries(base, cand []Run, bt, ct []TimingRun) (b, c []float64) {
+	m, _ := analysis.MetricByName("step_time")
+	bs, cs := rep.JudgedSamples(m, base, cand, bt, ct)
+	first := func(runs [][]float64) []float64 {
+		if len(runs) == 0 {
+			return nil
+		}
+		return runs[0][:min(len(runs[0]), maxStepSeries)]
+	}
+	return first(bs), first(cs)
+}
+
+// maxStepSeries bounds the steps StepSeries gives of a run.
+const maxStepSeries = 200
+
+// StepRuns names the kind of run StepSeries's steps come from: "timing
+// run" (no profiler) or "profiled run".
+func (rep *Report) StepRuns() string {
+	if rep != nil && rep.timed("step_time") {
+		return "timing run"
+	}
+	return "profiled run"
+}

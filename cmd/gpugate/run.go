@@ -184,8 +184,8 @@ func writeReports(oc *outcome) error {
 		machine = fmt.Sprintf("%d× %s", f.GPUCount, f.GPU)
 	}
 	var md, js bytes.Buffer
-	info := report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand,
-		BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand)}
+	info := report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand}
+	info.BaseSteps, info.CandSteps = oc.Report.StepSeries(oc.Base, oc.Cand, oc.BaseTiming, oc.CandTiming)
 	if err := report.WriteComment(&md, oc.Report, info); err != nil {
 		return err
 	}
