@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -122,4 +123,29 @@ func (rep *Report) StepRuns() string {
 		return "timing run"
 	}
 	return "profiled run"
+}
+
+// RunIDs are the store ids of a report's runs, by side, in the order of
+// its runs (Side.Runs, RunConditions): the comment, report.md, the text
+// report, baseline list and show and the dashboard all call a run by its
+// id. A side whose runs are not stored has none.
+type RunIDs struct {
+	Baseline  []int64 `json:"baseline"`
+	Candidate []int64 `json:"candidate"`
+}
+
+// RunName is run i (from 0) of a side ("baseline" or "candidate") by its
+// store id, "run 7"; "run N" by position (from 1) where ids are unknown.
+func (rep *Report) RunName(side string, i int) string {
+	var ids []int64
+	if rep != nil && rep.RunIDs != nil {
+		ids = rep.RunIDs.Baseline
+		if side == "candidate" {
+			ids = rep.RunIDs.Candidate
+		}
+	}
+	if i >= 0 && i < len(ids) {
+		return fmt.Sprintf("run %d", ids[i])
+	}
+	return fmt.Sprintf("run %d", i+1)
 }

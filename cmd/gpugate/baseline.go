@@ -394,10 +394,10 @@ run's), and says how many runs of other fingerprints it left out.`,
 				if cp.Found && i == cp.Index {
 					mark = "▶"
 				}
-				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Value, strings.Repeat("█", bar))
+				fmt.Fprintf(stdout, "%s run %-5d %s %-10s %9.3f %s\n", mark, p.RunID, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Value, strings.Repeat("█", bar))
 			}
 			if cp.Found {
-				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", cp.Index+1, escape.Terminal(short(pts[cp.Index].Commit)),
+				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", pts[cp.Index].RunID, escape.Terminal(short(pts[cp.Index].Commit)),
 					cp.Before, cp.After, m.Unit, 100*(cp.After-cp.Before)/cp.Before, cp.P)
 			} else {
 				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)

@@ -225,7 +225,7 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 				return err
 			}
 		}
-		report.WriteConditionsText(w, rep.Conditions)
+		report.WriteConditionsText(w, rep)
 		if rep.Isolation != "" {
 			fmt.Fprintf(w, "\nisolation: %s\n", escape.Terminal(rep.Isolation))
 		}
