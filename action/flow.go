@@ -402,7 +402,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	// job's (judge) does from the samples.
 	baseSteps, candSteps := rep.StepSeries(oc.Base, oc.Cand, oc.BaseTiming, oc.CandTiming)
 	res := Result{Version: ResultVersion, Workload: Slug(w.Name), PR: ev.PR, HeadSHA: ev.HeadSHA, Report: rep, Baseline: oc.Baseline,
-		Machine: describeFingerprint(oc),
+		Machine:  describeFingerprint(oc),
 		Artifact: "gpugate-" + Slug(w.Name), Traces: traces, Omitted: omitted,
 		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)", Samples: map[string]MetricSamples{},
 		StepPicture: picture, BaseSteps: baseSteps, CandSteps: candSteps}

@@ -127,7 +127,7 @@ type Run struct {
 	// Timed counts, by metric name, the timing runs a value came from;
 	// absent for a value from the profiled run.
 	Timed map[string]int
-	File   string // "run-<id>.html"
+	File  string // "run-<id>.html"
 	// HostBusy says why the host was busy while the run ran (a disturbed
 	// run, left out of the time metrics of comparisons); "" when it was
 	// not or nothing is known.

@@ -48,7 +48,6 @@ const MaxComment = 65536
 // maxSeries bounds the chart.
 const maxSeries = 200
 
-
 // WriteComment writes the PR comment: a banner for an accepted regression
 // or a missing baseline, the Markdown report, a chart of step time per step
 // (baseline vs PR, a Mermaid xychart that GitHub renders), where the
