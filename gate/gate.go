@@ -478,7 +478,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c && memMeasure(base) == memMeasure(cand) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("peak memory is measured differently on the two sides (baseline: %s, candidate: %s): compare like with like (torch.profiler profile_memory on both, or neither)", b, c))
 	}
-	rep.Nodes = nodeView(base, cand)
+	rep.Nodes = rep.judgedNodes(base, cand, opt, gates) // stragglers.go
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
 }

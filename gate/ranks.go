@@ -186,14 +186,10 @@ func (rep *Report) compareRanks(b, c rankSide) {
 	}
 }
 
-// RanksLine says how each rank's step and work changed, the rank whose
-// work grew most first (else the one that slowed most): "rank 0 slowed by
-// 41.0 ms (FLOPs per step +100%), rank 1 by 3.0 ms (FLOPs +0%)". "" with
-// fewer than two ranks.
-func RanksLine(rcs []RankChange) string {
-	if len(rcs) < 2 {
-		return ""
-	}
+// rankOrder is the order RanksLine lists ranks in: the rank whose work
+// grew most first, else the one that slowed most. The nodes table
+// (Nodes.PerNode) follows it.
+func rankOrder(rcs []RankChange) []RankChange {
 	rs := slices.Clone(rcs)
 	work := func(r RankChange) float64 {
 		if r.FLOPsDeltaPct != nil {
@@ -204,6 +200,18 @@ func RanksLine(rcs []RankChange) string {
 	slices.SortStableFunc(rs, func(a, b RankChange) int {
 		return cmp.Or(cmp.Compare(work(b), work(a)), cmp.Compare(b.DeltaMs, a.DeltaMs), cmp.Compare(a.Rank, b.Rank))
 	})
+	return rs
+}
+
+// RanksLine says how each rank's step and work changed, the rank whose
+// work grew most first (else the one that slowed most): "rank 0 slowed by
+// 41.0 ms (FLOPs per step +100%), rank 1 by 3.0 ms (FLOPs +0%)". "" with
+// fewer than two ranks.
+func RanksLine(rcs []RankChange) string {
+	if len(rcs) < 2 {
+		return ""
+	}
+	rs := rankOrder(rcs)
 	var parts []string
 	for i, r := range rs {
 		name := fmt.Sprintf("rank %d", r.Rank)
