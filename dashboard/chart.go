@@ -111,7 +111,7 @@ func newChart(w *Workload, m analysis.Metric, co stats.ChangeOptions) *Chart {
 			from = fmt.Sprintf("%d timing run(s)", n)
 		}
 		s.Points = append(s.Points, &Point{Run: r, X: x(r.Index), Y: y(v), Value: v,
-			Label: fmt.Sprintf("run %d (#%d), %s, %s on %s: %s %s (from its %s)", r.ID, r.Index+1, r.Kind, r.Short(), r.Branch, num(v), m.Unit, from)})
+			Label: fmt.Sprintf("run %d (#%d), %s, %s on %s, from its %s: %s %s", r.ID, r.Index+1, r.Kind, r.Short(), r.Branch, from, num(v), m.Unit)})
 	}
 	for _, s := range c.Series {
 		if s.Kind != "baseline" {

@@ -134,6 +134,20 @@ type Run struct {
 	HostBusy string
 	// Step is the picture of the run's median step, when known.
 	Step *StepPicture
+	// Nodes are a Slurm run's ranks by node, each node's own work judged
+	// against its baseline (gate.Nodes); nil for a run outside Slurm.
+	Nodes *gate.Nodes
+}
+
+// slurmRun reports whether a run ran under Slurm: a profile knows its
+// node.
+func slurmRun(r *Run) bool {
+	for _, p := range r.Doc.Profiles {
+		if p.Node != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Cost is the run's cost as the job's runs, wall time and GPU-seconds
@@ -302,7 +316,7 @@ func health(w *Workload, margins gate.HostMargins) {
 		}
 	}
 	// The verdicts, against the branch's baseline runs before each.
-	judge := func(r *Run) string {
+	compare := func(r *Run) *gate.Report {
 		var base []gate.Run
 		// Runs whose host was busy are left out of the time metrics, as
 		// the gate leaves them out; step time is judged on the timing
@@ -318,13 +332,32 @@ func health(w *Workload, margins gate.HostMargins) {
 			}
 		}
 		if len(base) == 0 {
-			return ""
+			return nil
 		}
 		o := gate.Options{Disturbed: busy}
 		if len(timing.Base) > 0 && len(timing.Cand) > 0 {
 			o.Timing = timing
 		}
-		return string(gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, o).Verdict)
+		return gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, o)
+	}
+	judge := func(r *Run) string {
+		if rep := compare(r); rep != nil {
+			return string(rep.Verdict)
+		}
+		return ""
+	}
+	// A Slurm run's page shows its nodes, each node's own work judged
+	// against the same node's in the baseline runs before it (the
+	// straggler), as gpugate run's report does.
+	for _, r := range w.Runs {
+		if !slurmRun(r) {
+			continue
+		}
+		if rep := compare(r); rep != nil && rep.Nodes != nil {
+			r.Nodes = rep.Nodes
+		} else {
+			r.Nodes = gate.NoBaseline([]gate.Run{gate.Run(r.Doc.Results())}, "").Nodes
+		}
 	}
 	if w.Main != nil {
 		w.Verdict = judge(w.Main)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+	"time"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/report"
@@ -143,6 +144,12 @@ var funcs = template.FuncMap{
 	"date": func(r *Run) string { return r.Created.UTC().Format("2006-01-02 15:04:05") },
 	"ms":   func(ns int64) string { return num(float64(ns) / 1e6) },
 	"pct":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"ms1": func(ms float64) string {
+		if !(ms >= 0 && ms < 1e12) {
+			return "an unknown time"
+		}
+		return time.Duration(ms * float64(time.Millisecond)).Round(time.Millisecond).String()
+	},
 }
 
 // style is the site's CSS, inline in every page.
@@ -236,6 +243,13 @@ Change points are found in each machine's baseline runs (E-divisive, permutation
 <tr><th>profiler</th><td><code>{{.R.Profiler}}</code></td></tr><tr><th>GPUs</th><td>{{.Devices}}</td></tr>
 <tr><th>fingerprint</th><td><code>{{.R.FingerprintHash}}</code></td></tr><tr><th>gpugate</th><td><code>{{.R.Version}}</code></td></tr>
 <tr><th>cost</th><td class="cost">{{with .R.Cost}}{{.}}{{else}}not recorded{{end}}</td></tr></table>
+{{with .R.Nodes}}<h2>Nodes</h2>
+{{with $.R.Doc.Job}}{{with .Slurm}}<p class="slurm">Slurm job <code>{{.JobID}}</code> on {{range $i, $n := .Nodes}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}; it waited {{ms1 .QueueWaitMs}} in the queue and ran {{ms1 .RunMs}}.</p>{{end}}{{end}}
+<table id="nodes"><tr><th>node</th><th>ranks</th><th>baseline step (ms)</th><th>step (ms)</th><th>own work (ms)</th><th>own work against the node's baseline</th></tr>
+{{range .PerNode}}<tr class="node" data-node="{{.Node}}"><td><code>{{.Node}}</code></td><td>{{.Ranks}}</td><td>{{with .BaselineStepMs}}{{num .}}{{else}}—{{end}}</td><td>{{num .StepMs}}</td><td>{{with .OwnMs}}{{num .}}{{else}}—{{end}}</td><td>{{with .VsBaseline}}{{printf "%+.2f" .Delta}} ms ({{printf "%+.2f" .DeltaLo}} to {{printf "%+.2f" .DeltaHi}} ms), <span class="{{.Verdict}}">{{.Verdict}}</span>{{else}}not judged (no baseline run of the node before it, or its own work unknown){{end}}</td></tr>
+{{end}}</table>
+<p class="straggler">{{if .StragglerText}}Straggler: {{.StragglerText}}.{{else}}No node's own work regressed against its baseline.{{end}} Slowest node <code>{{.SlowestNode}}</code>{{with .SlowestRank}} (rank {{.}}){{end}}: {{.How}}.</p>
+<p>The host's CPUs while the run ran are under Run conditions below.</p>{{end}}
 <h2>Step time breakdown</h2>
 {{range .Breakdowns}}<h3>{{.Profile}}</h3>
 {{if .Bar}}<div class="bar" role="img" aria-label="median step">{{range .Bar}}<div style="width:{{pct .W}}%;background:{{.Color}}" title="{{.Label}}" data-label="{{.Label}}"></div>{{end}}</div>

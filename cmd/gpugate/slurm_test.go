@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,17 @@ func TestSlurmRun(t *testing.T) {
 		t.Errorf("squeue after the baseline: %q", q)
 	}
 
+	// The same code again: n2 may be the slowest node, as it may be in
+	// the baseline, but no node is slower than its own baseline.
+	code, out, errOut = gpugateRun(t, dir, "run", "-config", "base.yaml", "-db", db, "-out", "same")
+	if code == 2 {
+		t.Fatalf("candidate of the same code: exit 2\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	if strings.Contains(out, "slower than its baseline") || !strings.Contains(out, "vs baseline") {
+		t.Errorf("the same code on both nodes: a straggler \"slower than its baseline\", or no node judged against its baseline:\n%s", out)
+	}
+	t.Logf("same-code report:\n%s", out)
+
 	// The candidate: the rank on n2 sleeps 50 ms a step.
 	write("slow.yaml", slurmPerf(twoNodes, "    env: {SLOW_NODE: n2}\n"))
 	code, out, errOut = gpugateRun(t, dir, "run", "-config", "slow.yaml", "-db", db, "-out", "slow")
@@ -159,6 +171,12 @@ func TestSlurmRun(t *testing.T) {
 	}
 	if !strings.Contains(out, "slowest node n2 (rank 1)") {
 		t.Errorf("the regression's report does not name n2:\n%s", out)
+	}
+	// n2 is judged against its own baseline, and the step-time sentence
+	// names it.
+	if !regexp.MustCompile(`straggler: node n2 is slower than its baseline by [0-9.]+ ms of its own work per step \(95% interval \+[0-9.]+ to \+[0-9.]+ ms`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\s*step_time regressed: .*node n2 is slower than its baseline by`).MatchString(out) {
+		t.Errorf("the regression's report does not say n2 is slower than its baseline, in the nodes line and step time's sentence:\n%s", out)
 	}
 	t.Logf("candidate report:\n%s", out)
 
