@@ -26,7 +26,10 @@ type RankChange struct {
 	Path string `json:"path"`
 	// Node is the machine the rank ran on in the first candidate run,
 	// where the job says (Slurm); omitted otherwise.
-	Node        string  `json:"node,omitempty"`
+	Node string `json:"node,omitempty"`
+	// Straggler says the rank's node is the straggler, slower than its
+	// own baseline (Nodes.Straggler): the ranks line leads with it.
+	Straggler   bool    `json:"straggler,omitempty"`
 	BaselineMs  float64 `json:"baseline_step_ms"`
 	CandidateMs float64 `json:"candidate_step_ms"`
 	DeltaMs     float64 `json:"delta_ms"`
@@ -186,8 +189,20 @@ func (rep *Report) compareRanks(b, c rankSide) {
 	}
 }
 
-// rankOrder is the order RanksLine lists ranks in: the rank whose work
-// grew most first, else the one that slowed most. The nodes table
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// rankOrder is the order RanksLine lists ranks in: the straggler's ranks
+// first, then the rank whose work grew most, else the one that slowed
+// most. The nodes table
 // (Nodes.PerNode) follows it.
 func rankOrder(rcs []RankChange) []RankChange {
 	rs := slices.Clone(rcs)
@@ -198,7 +213,7 @@ func rankOrder(rcs []RankChange) []RankChange {
 		return 0
 	}
 	slices.SortStableFunc(rs, func(a, b RankChange) int {
-		return cmp.Or(cmp.Compare(work(b), work(a)), cmp.Compare(b.DeltaMs, a.DeltaMs), cmp.Compare(a.Rank, b.Rank))
+		return cmp.Or(boolCmp(b.Straggler, a.Straggler), cmp.Compare(work(b), work(a)), cmp.Compare(b.DeltaMs, a.DeltaMs), cmp.Compare(a.Rank, b.Rank))
 	})
 	return rs
 }
@@ -220,6 +235,9 @@ func RanksLine(rcs []RankChange) string {
 		}
 		if r.Node != "" {
 			name += " on " + r.Node
+			if r.Straggler {
+				name += " (the straggler, slower than its baseline)"
+			}
 		}
 		verb := "slowed by"
 		if r.DeltaMs < 0 {

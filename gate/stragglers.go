@@ -52,6 +52,15 @@ func (rep *Report) judgedNodes(base, cand []Run, opt Options, gates map[string]b
 			worst = n
 		}
 	}
+	// worst points into PerNode, which is sorted next: keep what it says.
+	var node string
+	var r *stats.Result
+	if worst != nil {
+		node, r = worst.Node, worst.VsBaseline
+		for i := range rep.Ranks {
+			rep.Ranks[i].Straggler = rep.Ranks[i].Node == node
+		}
+	}
 	order := map[string]int{}
 	for i, r := range rankOrder(rep.Ranks) {
 		if _, ok := order[r.Node]; !ok && r.Node != "" {
@@ -75,10 +84,9 @@ func (rep *Report) judgedNodes(base, cand []Run, opt Options, gates map[string]b
 	if worst == nil {
 		return v
 	}
-	r := worst.VsBaseline
-	v.Straggler = worst.Node
+	v.Straggler = node
 	v.StragglerText = fmt.Sprintf("node %s is slower than its baseline by %.2f ms of its own work per step (%s interval %s to %s ms; %.2f → %.2f ms, each run's mean a sample)",
-		worst.Node, r.Delta, confidenceWord(r.Confidence), msBound(r.DeltaLo), msBound(r.DeltaHi), r.Baseline.Value, r.Candidate.Value)
+		node, r.Delta, confidenceWord(r.Confidence), msBound(r.DeltaLo), msBound(r.DeltaHi), r.Baseline.Value, r.Candidate.Value)
 	for i := range rep.Metrics {
 		if m := &rep.Metrics[i]; m.Name == "step_time" && m.Verdict == stats.Regression {
 			if m.Why == "" {

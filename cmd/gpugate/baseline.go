@@ -146,6 +146,11 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 			if w == nil {
 				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", escape.Terminal(*workload))
 			}
+			// A gpugate run's folder holds each trace's node (Slurm) in
+			// the job's process files: the stored run keeps it.
+			for _, wn := range pipeline.NodesFromJobFiles(results) {
+				fmt.Fprintf(stderr, "gpugate: warning: %s\n", escape.Terminal(wn))
+			}
 			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
 			doc := report.NewStoredAnalysis(results)
 			var buf bytes.Buffer
