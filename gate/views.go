@@ -149,3 +149,22 @@ func (rep *Report) RunName(side string, i int) string {
 	}
 	return fmt.Sprintf("run %d", i+1)
 }
+
+// JudgedIDs are the store ids of the runs behind a metric's run means
+// (stats.Summary.RunMeans), nb baseline and nc candidate ones, when each
+// run mean is one stored run's: no run left out as disturbed, and as many
+// ids as run means on each side (a timed metric: one timing run stored
+// with each profiled run, as gpugate run stores them). A side without
+// them (nil) names its run means by position.
+func (rep *Report) JudgedIDs(nb, nc int) (b, c []int64) {
+	if rep == nil || rep.RunIDs == nil || rep.HostBusy != nil || rep.Timing != nil && rep.Timing.Disturbed != nil {
+		return nil, nil
+	}
+	if len(rep.RunIDs.Baseline) == nb {
+		b = rep.RunIDs.Baseline
+	}
+	if len(rep.RunIDs.Candidate) == nc {
+		c = rep.RunIDs.Candidate
+	}
+	return b, c
+}

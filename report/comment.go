@@ -171,6 +171,15 @@ func runChart(r *gate.Report) string {
 		return ""
 	}
 	bm, cm := st.Baseline.RunMeans, st.Candidate.RunMeans
+	// Each bar is named by its run's store id where each run mean is one
+	// stored run's (gate.Report.JudgedIDs), else by position.
+	bIDs, cIDs := r.JudgedIDs(len(bm), len(cm))
+	if bIDs != nil {
+		bIDs = bIDs[max(0, len(bm)-maxSeries/2):]
+	}
+	if cIDs != nil {
+		cIDs = cIDs[:min(len(cm), maxSeries/2)]
+	}
 	bm, cm = bm[max(0, len(bm)-maxSeries/2):], cm[:min(len(cm), maxSeries/2)]
 	var xs, bars, ref []string
 	// The line is the baseline's geometric mean of run means, what the
@@ -199,6 +208,12 @@ func runChart(r *gate.Report) string {
 		label := fmt.Sprintf("\"b%d\"", i+1)
 		if i >= len(bm) {
 			label = fmt.Sprintf("\"PR%d\"", i-len(bm)+1)
+		}
+		switch {
+		case bIDs != nil && i < len(bm):
+			label = fmt.Sprintf("\"run %d\"", bIDs[i])
+		case cIDs != nil && i >= len(bm):
+			label = fmt.Sprintf("\"PR run %d\"", cIDs[i-len(bm)])
 		}
 		xs = append(xs, label)
 		bars = append(bars, fmt.Sprintf("%.3f", v))

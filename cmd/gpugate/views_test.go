@@ -198,6 +198,17 @@ func TestViewsOneValue(t *testing.T) {
 	if len(listed) != 3 || !slices.Equal(named(body), listed) || !slices.Equal(named(string(md)), listed) {
 		t.Errorf("baseline list's baseline runs %v; the comment names %v, report.md %v:\n%s", listed, named(body), named(string(md)), body)
 	}
+	// The per-run chart names the baseline's bars by the same ids.
+	bars := regexp.MustCompile(`x-axis \[("run \d+"(?:, "run \d+")*), "PR1"\]`).FindStringSubmatch(body)
+	if bars == nil {
+		t.Errorf("the comment's per-run chart does not name the baseline runs by id:\n%s", body)
+	} else {
+		got := strings.Split(strings.ReplaceAll(bars[1], `"`, ""), ", ")
+		slices.Sort(got)
+		if !slices.Equal(got, listed) {
+			t.Errorf("the per-run chart's bars %v, baseline list's runs %v", got, listed)
+		}
+	}
 	// The comment and report.md chart the same steps, of the runs the
 	// title names.
 	chartOf := func(text string) string {
