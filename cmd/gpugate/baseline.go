@@ -247,7 +247,10 @@ else gpugate's).`,
 					}
 				}
 				x.Host, x.HostBusy = hostState(r, margins)
-				if v, ok := doc.TimedStep(); ok {
+				// The step time a verdict compares, as the dashboard plots
+				// it (gate.JudgedValue): the run's quiet timing runs'.
+				if j, ok := gate.JudgedValue(gate.Run(doc.Results()), doc.TimingRuns, stepTime, margins); ok && j.Timing > 0 {
+					v := j.Value
 					x.TimedStepMs = &v
 				}
 				for _, t := range doc.TimingRuns {
@@ -313,9 +316,11 @@ var baselineShowCmd = &command{
 	short: "show a metric's history over the baseline runs, and any sustained shift",
 	long: `
 Baseline show prints a metric's value per run over the baseline runs of a
-branch as a small text chart — the run's mean per step, ranks combined as
-the gate combines them (a time the slowest rank's, a count the sum over
-ranks): the number the gate compares and baseline list shows — and tests the history for one sustained shift
+branch as a small text chart, each run by its store id — the number the
+gate compares, as the dashboard plots it: step time from the run's timing
+runs where it has them (their quiet ones under -config's host: margins),
+else the run's mean per step, ranks combined as the gate combines them (a
+time the slowest rank's, a count the sum over ranks) — and tests the history for one sustained shift
 (a change point: permutation test at α=0.01) so that slow regressions that no
 single pull request crossed are seen. A history is one machine's: it holds
 the runs of one fingerprint (-fingerprint, default the newest baseline
@@ -370,8 +375,11 @@ run's), and says how many runs of other fingerprints it left out.`,
 				if err := json.Unmarshal(r.Analysis, &doc); err != nil {
 					return fmt.Errorf("baseline run %d: stored analysis: %v", r.ID, err)
 				}
-				if v, ok := doc.RunValue(m); ok {
-					pts = append(pts, runPoint{RunID: r.ID, Commit: r.Commit, Created: r.Created, Value: v})
+				if gate.CheckTimingRuns(doc.TimingRuns) != nil {
+					return fmt.Errorf("baseline run %d: stored timing runs are not gpugate's", r.ID)
+				}
+				if j, ok := gate.JudgedValue(gate.Run(doc.Results()), doc.TimingRuns, m, margins); ok {
+					pts = append(pts, runPoint{RunID: r.ID, Commit: r.Commit, Created: r.Created, Value: j.Value})
 				}
 			}
 			if len(pts) == 0 {

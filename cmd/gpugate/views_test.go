@@ -195,6 +195,32 @@ func TestViewsOneValue(t *testing.T) {
 		return out
 	}
 	slices.Sort(listed)
+	// baseline list's timed step and baseline show's value of each
+	// baseline run are the dashboard's point: one value per run.
+	for _, l := range strings.Split(o.String(), "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) < 12 || f[5] != "baseline" {
+			continue
+		}
+		id, _ := strconv.ParseInt(f[0], 10, 64)
+		if v, err := strconv.ParseFloat(f[len(f)-2], 64); err != nil || math.Abs(v-points[id]) > 0.00501 {
+			t.Errorf("baseline list, run %d: timed step %s ms, the dashboard's point %.4f", id, f[len(f)-2], points[id])
+		}
+	}
+	o.Reset()
+	if code := gpugate(context.Background(), []string{"baseline", "show", "-db", db, "-workload", "loop", "-config", "perf.yaml"}, &o, &e); code != 0 {
+		t.Fatalf("baseline show: %d %s", code, e.String())
+	}
+	shown := regexp.MustCompile(`(?m)^. run (\d+)\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+\S*\s+([0-9.]+) █`).FindAllStringSubmatch(o.String(), -1)
+	if len(shown) != 3 {
+		t.Errorf("baseline show: %d runs, want 3:\n%s", len(shown), o.String())
+	}
+	for _, m := range shown {
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		if v, _ := strconv.ParseFloat(m[2], 64); math.Abs(v-points[id]) > 0.000501 {
+			t.Errorf("baseline show, run %d: %s ms, the dashboard's point %.4f", id, m[2], points[id])
+		}
+	}
 	if len(listed) != 3 || !slices.Equal(named(body), listed) || !slices.Equal(named(string(md)), listed) {
 		t.Errorf("baseline list's baseline runs %v; the comment names %v, report.md %v:\n%s", listed, named(body), named(string(md)), body)
 	}
