@@ -287,7 +287,7 @@ else gpugate's).`,
 				return err
 			}
 			if slices.ContainsFunc(rows, func(x row) bool { return x.TimedStepMs != nil }) {
-				fmt.Fprintf(stdout, "\ntimed step ms: the mean step of the run's timing run (no profiler), which comparisons judge step_time on; mean step ms: the profiled run's, which the other metrics come from\n")
+				fmt.Fprintf(stdout, "\ntimed step ms: the mean step of the run's timing run (no profiler; the geometric mean of its quiet ones when it has several), which comparisons judge step_time on and the dashboard and baseline show plot; mean step ms: the profiled run's, which the other metrics come from\n")
 			}
 			if len(busy) > 0 {
 				fmt.Fprintf(stdout, "\ndisturbed runs (left out of the time metrics of every comparison):\n")
