@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -34,6 +35,12 @@ func slurmRank(node string, rank int, own, wait []float64) *analysis.Result {
 // document, which keeps no host ranges.
 func storedRun(t *testing.T, n1Own, n2Own float64) gate.Run {
 	t.Helper()
+	return storedRunOn(t, "n1", "n2", n1Own, n2Own)
+}
+
+// storedRunOn is storedRun with the nodes named a and b.
+func storedRunOn(t *testing.T, a, b string, n1Own, n2Own float64) gate.Run {
+	t.Helper()
 	var o1, o2, w1, w2 []float64
 	for i := range 8 {
 		jit := 0.3 * float64(i%3) // steps differ a little
@@ -42,7 +49,7 @@ func storedRun(t *testing.T, n1Own, n2Own float64) gate.Run {
 		o1, o2 = append(o1, a), append(o2, b)
 		w1, w2 = append(w1, step-a), append(w2, step-b)
 	}
-	doc := NewStoredAnalysis([]*analysis.Result{slurmRank("n1", 0, o1, w1), slurmRank("n2", 1, o2, w2)})
+	doc := NewStoredAnalysis([]*analysis.Result{slurmRank(a, 0, o1, w1), slurmRank(b, 1, o2, w2)})
 	var buf bytes.Buffer
 	if err := doc.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -123,5 +130,45 @@ func TestStragglerAgainstBaseline(t *testing.T) {
 	tab := md.String()[strings.Index(md.String(), "| node |"):]
 	if !strings.HasPrefix(line, "rank 1 on n2 (the straggler, slower than its baseline)") || strings.Index(tab, "`n2`") > strings.Index(tab, "`n1`") {
 		t.Errorf("ranks line %q and nodes table disagree on the order:\n%s", line, tab)
+	}
+}
+
+// TestStragglerHostileNode: a node's name comes from the job's
+// environment (or a stored document) and is hostile; the straggler
+// sentence carries it into the nodes line, step time's why and the ranks
+// line, each escaped for its output.
+func TestStragglerHostileNode(t *testing.T) {
+	bad := "n2</details>\n::error::x @admin `x` \x1b[31m<img src=x>"
+	var base, slow []gate.Run
+	for i := range 5 {
+		d := 0.4 * float64(i%3)
+		base = append(base, storedRunOn(t, "n1", bad, 10+d, 20+d))
+		slow = append(slow, storedRunOn(t, "n1", bad, 10+d, 70+d))
+	}
+	rep := gate.Compare(base, slow, gate.Options{Allowances: map[string]float64{"step_time": 0.5}})
+	if rep.Nodes == nil || rep.Nodes.Straggler != bad {
+		t.Fatalf("straggler %q, want the hostile node", rep.Nodes.Straggler)
+	}
+	var txt, md, cm bytes.Buffer
+	WriteCompareText(&txt, rep)
+	WriteCompareMarkdown(&md, SafeReport(rep))
+	if err := WriteComment(&cm, rep, CommentInfo{Marker: "<!-- m -->", Workload: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(txt.String(), "\x1b") || strings.Contains(txt.String(), "\n::error") {
+		t.Errorf("text report carries the node's escape or workflow command raw:\n%s", txt.String())
+	}
+	// Inside a code span (the nodes table's cells) a name is literal:
+	// no tag, mention or command; outside one it must be escaped.
+	spans := regexp.MustCompile("``[^\n]*?``")
+	raw := regexp.MustCompile(`[^\\\n](</details|<img)`) // a tag inside a line (gpugate's own start lines), not escaped by a backslash
+	for what, s := range map[string]string{"markdown": md.String(), "comment": cm.String()} {
+		s = spans.ReplaceAllString(s, "")
+		if raw.MatchString(s) || strings.Contains(s, "@admin") || strings.Contains(s, "\x1b") {
+			t.Errorf("%s carries the node's name unescaped (%q, %v, %v)", what, raw.FindString(s), strings.Contains(s, "@admin"), strings.Contains(s, "\x1b"))
+		}
+		if !strings.Contains(s, "slower than its baseline") {
+			t.Errorf("%s does not name the straggler:\n%s", what, s)
+		}
 	}
 }

@@ -217,7 +217,9 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 	case "json":
 		return report.WriteCompareJSON(w, rep)
 	case "markdown":
-		return report.WriteCompareMarkdown(w, rep)
+		// As the comment renders it: every name (a node's, a kernel's in
+		// a why) escaped for Markdown.
+		return report.WriteCompareMarkdown(w, report.SafeReport(rep))
 	}
 	if len(rep.Metrics) == 0 {
 		if len(cand) > 0 {
