@@ -116,7 +116,7 @@ func (p *Plan) timeOnce(ctx context.Context, ex *Execution, i int) (time.Duratio
 	ex.Spent.Add(took)
 	ex.noteIsolation(once)
 	if once.Timing == nil {
-		ex.Timing, ex.TimingWhy = nil, once.TimingWhy
+		ex.Timing, ex.timingWall, ex.TimingWhy = nil, nil, once.TimingWhy
 		fmt.Fprintf(p.o.Log, "gpugate: warning: %s; step time is judged on the profiled runs\n", once.TimingWhy)
 		return took, nil
 	}
