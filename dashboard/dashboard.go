@@ -127,7 +127,11 @@ type Run struct {
 	// Timed counts, by metric name, the timing runs a value came from;
 	// absent for a value from the profiled run.
 	Timed map[string]int
-	File  string // "run-<id>.html"
+	// TimingBusy says why the host of every timing run stored with the
+	// run was busy (a comparison leaves them out of step time); "" when
+	// one was quiet or the run has none.
+	TimingBusy string
+	File       string // "run-<id>.html"
 	// HostBusy says why the host was busy while the run ran (a disturbed
 	// run, left out of the time metrics of comparisons); "" when it was
 	// not or nothing is known.
@@ -251,7 +255,7 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 			site.Workloads = append(site.Workloads, w)
 		}
 		r := &Run{Run: br, Doc: doc, Index: len(w.Runs), File: fmt.Sprintf("run-%d.html", br.ID)}
-		r.Values, r.Timed = values(gate.Run(doc.Results()), doc.TimingRuns, metrics, *cmp.Or(o.Host, &gate.DefaultHostMargins))
+		r.Values, r.Timed, r.TimingBusy = values(gate.Run(doc.Results()), doc.TimingRuns, metrics, *cmp.Or(o.Host, &gate.DefaultHostMargins))
 		r.Step = stepFromDoc(doc)
 		r.HostBusy = hostBusy(br, o.Host)
 		w.Runs = append(w.Runs, r)
@@ -429,17 +433,19 @@ func (site *Site) write(dir string) error {
 // steps), and the timing runs each came from: the dashboard's one source
 // of a per-run value. The charts, the change points and the sparkline
 // read it.
-func values(run gate.Run, timing []gate.TimingRun, metrics []analysis.Metric, margins gate.HostMargins) (map[string]float64, map[string]int) {
+func values(run gate.Run, timing []gate.TimingRun, metrics []analysis.Metric, margins gate.HostMargins) (map[string]float64, map[string]int, string) {
 	out, timed := map[string]float64{}, map[string]int{}
+	busy := ""
 	for _, m := range metrics {
 		if j, ok := gate.JudgedValue(run, timing, m, margins); ok {
 			out[m.Name] = j.Value
 			if j.Timing > 0 {
 				timed[m.Name] = j.Timing
 			}
+			busy = cmp.Or(busy, j.TimingBusy)
 		}
 	}
-	return out, timed
+	return out, timed, busy
 }
 
 // sortedKeys returns m's keys in order.

@@ -231,7 +231,7 @@ Change points are found in each machine's baseline runs (E-divisive, permutation
 <h2>Runs</h2>
 {{with .Cost}}<p class="cost">Cost: {{.}}.</p>{{end}}
 <table><tr><th>#</th><th>run</th><th>kind</th><th>branch</th><th>commit</th><th>created (UTC)</th><th>fingerprint</th><th>cost</th><th>host</th></tr>
-{{range .Runs}}<tr><td>{{add1 .Index}}</td><td><a href="{{.File}}">{{.ID}}</a></td><td>{{.Kind}}</td><td><code>{{.Branch}}</code></td><td><code>{{.Short}}</code></td><td>{{date .}}</td><td><code>{{.FingerprintHash}}</code></td><td>{{.Cost}}</td><td>{{with .HostBusy}}<span class="disturbed" title="{{.}}">busy: left out of time metrics</span>{{end}}</td></tr>
+{{range .Runs}}<tr><td>{{add1 .Index}}</td><td><a href="{{.File}}">{{.ID}}</a></td><td>{{.Kind}}</td><td><code>{{.Branch}}</code></td><td><code>{{.Short}}</code></td><td>{{date .}}</td><td><code>{{.FingerprintHash}}</code></td><td>{{.Cost}}</td><td>{{with .HostBusy}}<span class="disturbed" title="{{.}}">busy: left out of time metrics</span>{{end}}{{with .TimingBusy}} <span class="disturbed" title="{{.}}">timing runs busy: left out of step time</span>{{end}}</td></tr>
 {{end}}</table>
 {{template "foot"}}{{end}}
 
