@@ -421,11 +421,14 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	if err != nil {
 		gha.Warning("gpugate: step picture", err.Error())
 	}
+	// The chart plots the steps step time was judged on, as the comment
+	// job's (judge) does from the samples.
+	baseSteps, candSteps := rep.StepSeries(oc.Base, oc.Cand, oc.BaseTiming, oc.CandTiming)
 	res := Result{Version: ResultVersion, Workload: Slug(w.Name), PR: ev.PR, HeadSHA: ev.HeadSHA, Report: rep, Baseline: oc.Baseline,
-		Machine: describeFingerprint(oc), BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand),
+		Machine:  describeFingerprint(oc),
 		Artifact: "gpugate-" + Slug(w.Name), Traces: traces, Omitted: omitted,
 		Record: "gpugate baseline refresh -config " + in.config + " (or the nightly workflow with mode: refresh)", Samples: map[string]MetricSamples{},
-		StepPicture: picture}
+		StepPicture: picture, BaseSteps: baseSteps, CandSteps: candSteps}
 	for _, m := range rep.Metrics {
 		if am, ok := analysis.MetricByName(m.Name); ok {
 			// The runs the gate judged: a time metric leaves out the

@@ -122,6 +122,11 @@ type Step struct {
 	Launches       int     // kernel launch calls in the host window
 
 	Memory StepMemory // peak memory and its source (memory.go); Source "" when absent
+
+	// Collective is the host time in collectives of a CPU profile's step
+	// as a stored document keeps it (gate.CollectiveWait computes it from
+	// the ranges, which a stored document does not keep); 0 otherwise.
+	Collective int64
 }
 
 // Ops counts the step's GPU ops by kind.

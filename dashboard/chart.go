@@ -106,8 +106,15 @@ func newChart(w *Workload, m analysis.Metric, co stats.ChangeOptions) *Chart {
 			byKey[key] = s
 			c.Series = append(c.Series, s)
 		}
+		from := "profiled run"
+		if n := r.Timed[m.Name]; n > 0 {
+			from = fmt.Sprintf("%d timing run(s)", n)
+			if r.TimingBusy != "" {
+				from += " (busy host: a comparison leaves them out)"
+			}
+		}
 		s.Points = append(s.Points, &Point{Run: r, X: x(r.Index), Y: y(v), Value: v,
-			Label: fmt.Sprintf("run %d (#%d), %s, %s on %s: %s %s", r.ID, r.Index+1, r.Kind, r.Short(), r.Branch, num(v), m.Unit)})
+			Label: fmt.Sprintf("run %d (#%d), %s, %s on %s, from its %s: %s %s", r.ID, r.Index+1, r.Kind, r.Short(), r.Branch, from, num(v), m.Unit)})
 	}
 	for _, s := range c.Series {
 		if s.Kind != "baseline" {

@@ -118,38 +118,74 @@ type Run struct {
 	Doc *report.Analysis
 	// Index is the run's position in its workload's history, from 0.
 	Index int
-	// Values are the run's value of each metric, by metric name: its mean
-	// step, ranks combined as the gate combines them (runValue).
+	// Values are the run's value of each metric, by metric name, as a
+	// verdict compares it (gate.JudgedValue): step time from the timing
+	// runs stored with the run when it has them, every other metric (and
+	// step time of a run without timing runs) its profiled run's mean
+	// step, ranks combined as the gate combines them.
 	Values map[string]float64
-	File   string // "run-<id>.html"
+	// Timed counts, by metric name, the timing runs a value came from;
+	// absent for a value from the profiled run.
+	Timed map[string]int
+	// TimingBusy says why the host of every timing run stored with the
+	// run was busy (a comparison leaves them out of step time); "" when
+	// one was quiet or the run has none.
+	TimingBusy string
+	File       string // "run-<id>.html"
 	// HostBusy says why the host was busy while the run ran (a disturbed
 	// run, left out of the time metrics of comparisons); "" when it was
 	// not or nothing is known.
 	HostBusy string
 	// Step is the picture of the run's median step, when known.
 	Step *StepPicture
+	// Nodes are a Slurm run's ranks by node, each node's own work judged
+	// against its baseline (gate.Nodes); nil for a run outside Slurm.
+	Nodes *gate.Nodes
 }
 
-// Cost is the run's cost as the job's wall time and GPU-seconds (wall
-// time × the machine's GPUs), as gpugate run recorded it; "" for a run
-// stored without it.
+// slurmRun reports whether a run ran under Slurm: a profile knows its
+// node.
+func slurmRun(r *Run) bool {
+	for _, p := range r.Doc.Profiles {
+		if p.Node != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Cost is the run's cost as the job's runs, wall time and GPU-seconds
+// (wall time × the machine's GPUs), as gpugate run recorded it: the
+// profiled run and the timing runs stored with it (report.Job.TimingRuns),
+// which together are what the check that stored the run spent on it; ""
+// for a run stored without it.
 func (r *Run) Cost() string {
-	j := r.Doc.Job
-	if j == nil || !(j.WallSeconds > 0) || j.WallSeconds > 1e9 {
+	c := r.cost()
+	if c == nil {
 		return ""
 	}
-	return report.CostText(&gate.Cost{Runs: 1, WallSeconds: j.WallSeconds, GPUs: max(j.GPUs, 0), GPUSeconds: j.WallSeconds * float64(max(j.GPUs, 0))})
+	return report.CostText(c)
+}
+
+// cost is Cost's numbers; nil for a run stored without them.
+func (r *Run) cost() *gate.Cost {
+	j := r.Doc.Job
+	if j == nil || !(j.WallSeconds > 0) || j.WallSeconds > 1e9 || j.TimingRuns < 0 || j.TimingRuns > gate.MaxTimingRuns || !(j.TimingWallSeconds >= 0 && j.TimingWallSeconds <= 1e9) {
+		return nil
+	}
+	wall := j.WallSeconds + j.TimingWallSeconds
+	return &gate.Cost{Runs: 1 + j.TimingRuns, WallSeconds: wall, GPUs: max(j.GPUs, 0), GPUSeconds: wall * float64(max(j.GPUs, 0))}
 }
 
 // Cost is what the workload's runs that recorded it cost together.
 func (w *Workload) Cost() string {
 	var c gate.Cost
 	for _, r := range w.Runs {
-		if j := r.Doc.Job; j != nil && j.WallSeconds > 0 && j.WallSeconds <= 1e9 {
-			c.Runs++
-			c.WallSeconds += j.WallSeconds
-			c.GPUSeconds += j.WallSeconds * float64(max(j.GPUs, 0))
-			c.GPUs = max(c.GPUs, j.GPUs)
+		if rc := r.cost(); rc != nil {
+			c.Runs += rc.Runs
+			c.WallSeconds += rc.WallSeconds
+			c.GPUSeconds += rc.GPUSeconds
+			c.GPUs = max(c.GPUs, rc.GPUs)
 		}
 	}
 	if c.Runs == 0 {
@@ -209,6 +245,9 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 		if err := json.Unmarshal(br.Analysis, doc); err != nil || len(doc.Profiles) == 0 {
 			return nil, fmt.Errorf("dashboard: run %d: analysis is not a gpugate analyze document with a profile", br.ID)
 		}
+		if err := gate.CheckTimingRuns(doc.TimingRuns); err != nil {
+			return nil, fmt.Errorf("dashboard: run %d: %w", br.ID, err)
+		}
 		w := byName[br.Workload]
 		if w == nil {
 			w = &Workload{Name: br.Workload, File: WorkloadFile(br.Workload)}
@@ -216,7 +255,7 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 			site.Workloads = append(site.Workloads, w)
 		}
 		r := &Run{Run: br, Doc: doc, Index: len(w.Runs), File: fmt.Sprintf("run-%d.html", br.ID)}
-		r.Values = values(gate.Run(doc.Results()), metrics)
+		r.Values, r.Timed, r.TimingBusy = values(gate.Run(doc.Results()), doc.TimingRuns, metrics, *cmp.Or(o.Host, &gate.DefaultHostMargins))
 		r.Step = stepFromDoc(doc)
 		r.HostBusy = hostBusy(br, o.Host)
 		w.Runs = append(w.Runs, r)
@@ -236,7 +275,7 @@ func Load(runs []baseline.Run, o Options) (*Site, error) {
 		}
 		w.Latest = w.Runs[len(w.Runs)-1]
 		w.Branch = cmp.Or(o.Branch, MainBranch(w.Runs))
-		health(w)
+		health(w, *cmp.Or(o.Host, &gate.DefaultHostMargins))
 	}
 	return site, nil
 }
@@ -265,7 +304,7 @@ func MainBranch(runs []*Run) string {
 
 // health fills in the workload's main-branch health, and its other runs
 // apart.
-func health(w *Workload) {
+func health(w *Workload, margins gate.HostMargins) {
 	onBranch := func(r *Run) bool { return r.Kind == "baseline" && r.Branch == w.Branch }
 	for i := len(w.Runs) - 1; i >= 0; i-- {
 		r := w.Runs[i]
@@ -281,22 +320,48 @@ func health(w *Workload) {
 		}
 	}
 	// The verdicts, against the branch's baseline runs before each.
-	judge := func(r *Run) string {
+	compare := func(r *Run) *gate.Report {
 		var base []gate.Run
 		// Runs whose host was busy are left out of the time metrics, as
-		// the gate leaves them out.
+		// the gate leaves them out; step time is judged on the timing
+		// runs when both sides have them, as gpugate run judges it.
 		busy := gate.Disturbed{Cand: []string{r.HostBusy}}
+		timing := &gate.TimingRuns{Cand: r.Doc.TimingRuns, Margins: margins}
 		for i := r.Index - 1; i >= 0 && len(base) < 5; i-- {
 			b := w.Runs[i]
 			if onBranch(b) && b.FingerprintHash == r.FingerprintHash {
 				base = append(base, gate.Run(b.Doc.Results()))
 				busy.Base = append(busy.Base, b.HostBusy)
+				timing.Base = append(timing.Base, b.Doc.TimingRuns...)
 			}
 		}
 		if len(base) == 0 {
-			return ""
+			return nil
 		}
-		return string(gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, gate.Options{Disturbed: busy}).Verdict)
+		o := gate.Options{Disturbed: busy}
+		if len(timing.Base) > 0 && len(timing.Cand) > 0 {
+			o.Timing = timing
+		}
+		return gate.Compare(base, []gate.Run{gate.Run(r.Doc.Results())}, o)
+	}
+	judge := func(r *Run) string {
+		if rep := compare(r); rep != nil {
+			return string(rep.Verdict)
+		}
+		return ""
+	}
+	// A Slurm run's page shows its nodes, each node's own work judged
+	// against the same node's in the baseline runs before it (the
+	// straggler), as gpugate run's report does.
+	for _, r := range w.Runs {
+		if !slurmRun(r) {
+			continue
+		}
+		if rep := compare(r); rep != nil && rep.Nodes != nil {
+			r.Nodes = rep.Nodes
+		} else {
+			r.Nodes = gate.NoBaseline([]gate.Run{gate.Run(r.Doc.Results())}, "").Nodes
+		}
 	}
 	if w.Main != nil {
 		w.Verdict = judge(w.Main)
@@ -361,26 +426,26 @@ func (site *Site) write(dir string) error {
 	return nil
 }
 
-// values are a run's per-metric numbers (runValue).
-func values(run gate.Run, metrics []analysis.Metric) map[string]float64 {
-	out := map[string]float64{}
+// values are a run's per-metric numbers as a verdict compares them
+// (gate.JudgedValue: step time from the run's quiet timing runs when it
+// has them; otherwise per step the ranks combined — the slowest rank's
+// time, the job's count, the mean ratio — then the mean over the kept
+// steps), and the timing runs each came from: the dashboard's one source
+// of a per-run value. The charts, the change points and the sparkline
+// read it.
+func values(run gate.Run, timing []gate.TimingRun, metrics []analysis.Metric, margins gate.HostMargins) (map[string]float64, map[string]int, string) {
+	out, timed := map[string]float64{}, map[string]int{}
+	busy := ""
 	for _, m := range metrics {
-		if v, ok := runValue(run, m); ok {
-			out[m.Name] = v
+		if j, ok := gate.JudgedValue(run, timing, m, margins); ok {
+			out[m.Name] = j.Value
+			if j.Timing > 0 {
+				timed[m.Name] = j.Timing
+			}
+			busy = cmp.Or(busy, j.TimingBusy)
 		}
 	}
-	return out
-}
-
-// runValue is a run's value of metric m as the gate judges it
-// (gate.RunValue: per step the ranks combined — the slowest rank's time,
-// the job's count, the mean ratio — then the mean over the kept steps,
-// non-finite ones left out, as the gate's run means do): the dashboard's
-// one source of a per-run value, the same function the report's tables
-// and baseline list and show use. The charts, the change points and the
-// sparkline read it.
-func runValue(run gate.Run, m analysis.Metric) (float64, bool) {
-	return gate.RunValue(run, m)
+	return out, timed, busy
 }
 
 // sortedKeys returns m's keys in order.

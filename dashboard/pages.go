@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+	"time"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/report"
@@ -143,6 +144,12 @@ var funcs = template.FuncMap{
 	"date": func(r *Run) string { return r.Created.UTC().Format("2006-01-02 15:04:05") },
 	"ms":   func(ns int64) string { return num(float64(ns) / 1e6) },
 	"pct":  func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"ms1": func(ms float64) string {
+		if !(ms >= 0 && ms < 1e12) {
+			return "an unknown time"
+		}
+		return time.Duration(ms * float64(time.Millisecond)).Round(time.Millisecond).String()
+	},
 }
 
 // style is the site's CSS, inline in every page.
@@ -206,14 +213,14 @@ var pages = template.Must(template.New("").Funcs(funcs).Parse(`
 <text class="title" x="{{.Left}}" y="12">{{.Metric.Name}} ({{.Metric.Unit}}), mean</text>
 {{range .Changes}}<g class="cp" data-change-run="{{.Run.ID}}" data-label="{{.Label}}"><line x1="{{.X}}" x2="{{.X}}" y1="{{$.Top}}" y2="{{$.Bottom}}"/><text x="{{.X}}" dx="3" y="{{$.Top}}" dy="10">change point</text><title>{{.Label}}</title></g>{{end}}
 {{range .Series}}{{if .Line}}<polyline fill="none" stroke="{{.Color}}" stroke-width="1.5" points="{{.Line}}"/>{{end}}{{end}}
-{{range .Series}}{{$s := .}}{{range .Points}}<a href="{{.Run.File}}">{{if eq $s.Kind "baseline"}}<circle class="pt baseline" data-run="{{.Run.ID}}" data-fingerprint="{{$s.Fingerprint}}" data-label="{{.Label}}" cx="{{.X}}" cy="{{.Y}}" r="4" fill="{{$s.Color}}"><title>{{.Label}}</title></circle>{{else}}<rect class="pt candidate" data-run="{{.Run.ID}}" data-fingerprint="{{$s.Fingerprint}}" data-label="{{.Label}}" x="{{.X}}" y="{{.Y}}" transform="translate(-4 -4)" width="8" height="8" fill="#fff" stroke="{{$s.Color}}" stroke-width="2"><title>{{.Label}}</title></rect>{{end}}</a>{{end}}{{end}}
+{{range .Series}}{{$s := .}}{{range .Points}}<a href="{{.Run.File}}">{{if eq $s.Kind "baseline"}}<circle class="pt baseline" data-run="{{.Run.ID}}" data-value="{{.Value}}" data-fingerprint="{{$s.Fingerprint}}" data-label="{{.Label}}" cx="{{.X}}" cy="{{.Y}}" r="4" fill="{{$s.Color}}"><title>{{.Label}}</title></circle>{{else}}<rect class="pt candidate" data-run="{{.Run.ID}}" data-value="{{.Value}}" data-fingerprint="{{$s.Fingerprint}}" data-label="{{.Label}}" x="{{.X}}" y="{{.Y}}" transform="translate(-4 -4)" width="8" height="8" fill="#fff" stroke="{{$s.Color}}" stroke-width="2"><title>{{.Label}}</title></rect>{{end}}</a>{{end}}{{end}}
 </svg>{{end}}
 
 {{define "workload"}}{{template "head" .Name}}
 <p><a href="index.html">workloads</a></p>
 <h1>{{.Name}}</h1>
 <p>{{len .Runs}} runs. Newest of <code>{{.Branch}}</code>'s baseline: {{with .Main}}<a href="{{.File}}">run {{.ID}}</a>{{else}}none{{end}}, verdict {{template "verdict" .Verdict}}; {{.OthersN}} run(s) of pull requests and other branches.
-Each point is a run's mean step (per step its ranks combined as the gate combines them: the slowest rank's time, the job's counts), the value the verdict compares.
+Each point is a run's value as the verdict compares it: step time from the timing runs stored with the run (the job without the profiler) when it has them, their geometric mean when there are several; every other metric, and step time of a run without timing runs, is the profiled run's mean step (per step its ranks combined as the gate combines them: the slowest rank's time, the job's counts). Each point's label says which runs it came from.
 Filled circles are baseline runs, joined per machine (fingerprint) and branch; open squares are candidate (pull request) runs.
 Change points are found in each machine's baseline runs (E-divisive, permutation test).</p>
 {{range .Charts}}<h2>{{.Metric.Name}}</h2>
@@ -224,7 +231,7 @@ Change points are found in each machine's baseline runs (E-divisive, permutation
 <h2>Runs</h2>
 {{with .Cost}}<p class="cost">Cost: {{.}}.</p>{{end}}
 <table><tr><th>#</th><th>run</th><th>kind</th><th>branch</th><th>commit</th><th>created (UTC)</th><th>fingerprint</th><th>cost</th><th>host</th></tr>
-{{range .Runs}}<tr><td>{{add1 .Index}}</td><td><a href="{{.File}}">{{.ID}}</a></td><td>{{.Kind}}</td><td><code>{{.Branch}}</code></td><td><code>{{.Short}}</code></td><td>{{date .}}</td><td><code>{{.FingerprintHash}}</code></td><td>{{.Cost}}</td><td>{{with .HostBusy}}<span class="disturbed" title="{{.}}">busy: left out of time metrics</span>{{end}}</td></tr>
+{{range .Runs}}<tr><td>{{add1 .Index}}</td><td><a href="{{.File}}">{{.ID}}</a></td><td>{{.Kind}}</td><td><code>{{.Branch}}</code></td><td><code>{{.Short}}</code></td><td>{{date .}}</td><td><code>{{.FingerprintHash}}</code></td><td>{{.Cost}}</td><td>{{with .HostBusy}}<span class="disturbed" title="{{.}}">busy: left out of time metrics</span>{{end}}{{with .TimingBusy}} <span class="disturbed" title="{{.}}">timing runs busy: left out of step time</span>{{end}}</td></tr>
 {{end}}</table>
 {{template "foot"}}{{end}}
 
@@ -236,6 +243,13 @@ Change points are found in each machine's baseline runs (E-divisive, permutation
 <tr><th>profiler</th><td><code>{{.R.Profiler}}</code></td></tr><tr><th>GPUs</th><td>{{.Devices}}</td></tr>
 <tr><th>fingerprint</th><td><code>{{.R.FingerprintHash}}</code></td></tr><tr><th>gpugate</th><td><code>{{.R.Version}}</code></td></tr>
 <tr><th>cost</th><td class="cost">{{with .R.Cost}}{{.}}{{else}}not recorded{{end}}</td></tr></table>
+{{with .R.Nodes}}<h2>Nodes</h2>
+{{with $.R.Doc.Job}}{{with .Slurm}}<p class="slurm">Slurm job <code>{{.JobID}}</code> on {{range $i, $n := .Nodes}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}; it waited {{ms1 .QueueWaitMs}} in the queue and ran {{ms1 .RunMs}}.</p>{{end}}{{end}}
+<table id="nodes"><tr><th>node</th><th>ranks</th><th>baseline step (ms)</th><th>step (ms)</th><th>own work (ms)</th><th>own work against the node's baseline</th></tr>
+{{range .PerNode}}<tr class="node" data-node="{{.Node}}"><td><code>{{.Node}}</code></td><td>{{.Ranks}}</td><td>{{with .BaselineStepMs}}{{num .}}{{else}}—{{end}}</td><td>{{num .StepMs}}</td><td>{{with .OwnMs}}{{num .}}{{else}}—{{end}}</td><td>{{with .VsBaseline}}{{printf "%+.2f" .Delta}} ms ({{printf "%+.2f" .DeltaLo}} to {{printf "%+.2f" .DeltaHi}} ms), <span class="{{.Verdict}}">{{.Verdict}}</span>{{else}}not judged (no baseline run of the node before it, or its own work unknown){{end}}</td></tr>
+{{end}}</table>
+<p class="straggler">{{if .StragglerText}}Straggler: {{.StragglerText}}.{{else}}No node's own work regressed against its baseline.{{end}} Slowest node <code>{{.SlowestNode}}</code>{{with .SlowestRank}} (rank {{.}}){{end}}: {{.How}}.</p>
+<p>The host's CPUs while the run ran are under Run conditions below.</p>{{end}}
 <h2>Step time breakdown</h2>
 {{range .Breakdowns}}<h3>{{.Profile}}</h3>
 {{if .Bar}}<div class="bar" role="img" aria-label="median step">{{range .Bar}}<div style="width:{{pct .W}}%;background:{{.Color}}" title="{{.Label}}" data-label="{{.Label}}"></div>{{end}}</div>

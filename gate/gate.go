@@ -194,6 +194,11 @@ type Report struct {
 	// no-baseline, as nothing was compared, and the recording is a
 	// success, not a warning. Omitted otherwise.
 	Recorded string `json:"recorded,omitempty"`
+	// RunIDs are the store ids of each side's runs, in the order of the
+	// report's runs (views.go): a run's one name in every view; omitted
+	// for runs that are not stored (compare of trace files, a read-only
+	// store's candidate).
+	RunIDs *RunIDs `json:"run_ids,omitempty"`
 }
 
 // Sampling is how gpugate ab sampled pairs, or gpugate run with repeat:
@@ -473,7 +478,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c && memMeasure(base) == memMeasure(cand) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("peak memory is measured differently on the two sides (baseline: %s, candidate: %s): compare like with like (torch.profiler profile_memory on both, or neither)", b, c))
 	}
-	rep.Nodes = nodeView(base, cand)
+	rep.Nodes = rep.judgedNodes(base, cand, opt, gates) // stragglers.go
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/stats"
 	"github.com/gpugate/gpugate/trace"
 )
 
@@ -24,6 +25,14 @@ type Nodes struct {
 	SlowestRank *int   `json:"slowest_rank"`
 	// How says how the slowest rank was told from the others.
 	How string `json:"how"`
+	// Straggler is the node whose own work per step regressed against
+	// its baseline the most (VsBaseline's verdict regression), and
+	// StragglerText says so with the delta and its interval; both
+	// omitted when no node is slower than its baseline. A node that is
+	// merely the slowest is not a straggler: the same code can leave one
+	// node slower than the other run after run.
+	Straggler     string `json:"straggler,omitempty"`
+	StragglerText string `json:"straggler_text,omitempty"`
 }
 
 // NodeStat is one node's numbers: medians over the steps of each side's
@@ -38,6 +47,13 @@ type NodeStat struct {
 	// own work), the node's largest rank's; null when the trace has no
 	// collectives to tell (a stored run keeps no ranges).
 	OwnMs *float64 `json:"own_time_ms"`
+	// VsBaseline is the node's own work per step (its slowest rank's,
+	// each run's mean a sample) judged against the same node's in the
+	// baseline, as a metric is (stragglers.go): its delta in ms with
+	// its interval and verdict. Omitted when a side cannot tell its own
+	// work (no collectives in its traces, runs stored before gpugate kept
+	// it) or the baseline ran without the node.
+	VsBaseline *stats.Result `json:"vs_baseline,omitempty"`
 }
 
 // collectiveRE names the host ranges of collective communication on CPU
@@ -149,6 +165,15 @@ func nodeView(base, cand []Run) *Nodes {
 // host ranges (collectiveRE) inside the step's window. ok is false when
 // the profile cannot tell: no ranges (a stored run) and no GPU.
 func collectiveWait(r *analysis.Result) (waits []int64, ok bool) {
+	return CollectiveWait(r)
+}
+
+// CollectiveWait is, per step, the time rank r spent in collectives:
+// its exposed communication on a GPU, the union of its collective host
+// ranges on a CPU, or the stored documents' (analysis.Step.Collective);
+// ok is false when the profile cannot tell. The stored analysis keeps it
+// per step (report.Step), so that a baseline's nodes have their own work.
+func CollectiveWait(r *analysis.Result) (waits []int64, ok bool) {
 	if r.HasGPU {
 		for _, s := range r.Steps {
 			waits = append(waits, s.ExposedComm)
@@ -157,6 +182,16 @@ func collectiveWait(r *analysis.Result) (waits []int64, ok bool) {
 	}
 	p := r.Profile
 	if p == nil || p.Names == nil || len(p.Ranges) == 0 {
+		// A stored run keeps no ranges, but its document keeps each
+		// step's time in collectives (report.Step.CollectiveWait).
+		stored := false
+		for _, s := range r.Steps {
+			waits = append(waits, s.Collective)
+			stored = stored || s.Collective > 0
+		}
+		if stored {
+			return waits, true
+		}
 		return nil, false
 	}
 	match := p.Names.Match(collectiveRE)

@@ -26,7 +26,10 @@ type RankChange struct {
 	Path string `json:"path"`
 	// Node is the machine the rank ran on in the first candidate run,
 	// where the job says (Slurm); omitted otherwise.
-	Node        string  `json:"node,omitempty"`
+	Node string `json:"node,omitempty"`
+	// Straggler says the rank's node is the straggler, slower than its
+	// own baseline (Nodes.Straggler): the ranks line leads with it.
+	Straggler   bool    `json:"straggler,omitempty"`
 	BaselineMs  float64 `json:"baseline_step_ms"`
 	CandidateMs float64 `json:"candidate_step_ms"`
 	DeltaMs     float64 `json:"delta_ms"`
@@ -211,14 +214,22 @@ func (rep *Report) compareRanks(b, c rankSide) {
 	}
 }
 
-// RanksLine says how each rank's step and work changed, the rank whose
-// work grew most first (else the one that slowed most): "rank 0 slowed by
-// 41.0 ms (FLOPs per step +100%), rank 1 by 3.0 ms (FLOPs +0%)". "" with
-// fewer than two ranks.
-func RanksLine(rcs []RankChange) string {
-	if len(rcs) < 2 {
-		return ""
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
 	}
+	return -1
+}
+
+// rankOrder is the order RanksLine lists ranks in: the straggler's ranks
+// first, then the rank whose work grew most, else the one that slowed
+// most. The nodes table
+// (Nodes.PerNode) follows it.
+func rankOrder(rcs []RankChange) []RankChange {
 	rs := slices.Clone(rcs)
 	work := func(r RankChange) float64 {
 		if r.FLOPsDeltaPct != nil {
@@ -227,8 +238,20 @@ func RanksLine(rcs []RankChange) string {
 		return 0
 	}
 	slices.SortStableFunc(rs, func(a, b RankChange) int {
-		return cmp.Or(cmp.Compare(work(b), work(a)), cmp.Compare(b.DeltaMs, a.DeltaMs), cmp.Compare(a.Rank, b.Rank))
+		return cmp.Or(boolCmp(b.Straggler, a.Straggler), cmp.Compare(work(b), work(a)), cmp.Compare(b.DeltaMs, a.DeltaMs), cmp.Compare(a.Rank, b.Rank))
 	})
+	return rs
+}
+
+// RanksLine says how each rank's step and work changed, the rank whose
+// work grew most first (else the one that slowed most): "rank 0 slowed by
+// 41.0 ms (FLOPs per step +100%), rank 1 by 3.0 ms (FLOPs +0%)". "" with
+// fewer than two ranks.
+func RanksLine(rcs []RankChange) string {
+	if len(rcs) < 2 {
+		return ""
+	}
+	rs := rankOrder(rcs)
 	var parts []string
 	for i, r := range rs {
 		name := fmt.Sprintf("rank %d", r.Rank)
@@ -237,6 +260,9 @@ func RanksLine(rcs []RankChange) string {
 		}
 		if r.Node != "" {
 			name += " on " + r.Node
+			if r.Straggler {
+				name += " (the straggler, slower than its baseline)"
+			}
 		}
 		verb := "slowed by"
 		if r.DeltaMs < 0 {

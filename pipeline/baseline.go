@@ -336,7 +336,8 @@ func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) e
 		if i < len(ex.Made) {
 			created = ex.Made[i]
 		}
-		doc, err := withTiming(ex.Docs[i], timingOf(ex, i, len(ex.Docs)))
+		timing, wall := timingWallOf(ex, i, len(ex.Docs))
+		doc, err := withTiming(ex.Docs[i], timing, wall)
 		if err != nil {
 			return err
 		}
@@ -531,6 +532,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 		return nil, err
 	}
 	cand = ex.Runs
+	rep.RunIDs = runIDs(sel, ex)
 	if sel.Note != "" {
 		rep.Warnings = append(rep.Warnings, sel.Note)
 	}
@@ -545,7 +547,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 	if q.MergeBase != "" && sel.Note == "" {
 		at = ", at or before merge-base " + Short(q.MergeBase)
 	}
-	desc := fmt.Sprintf("%s%s, %d run(s)%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
+	desc := fmt.Sprintf("%s%s, %d run(s)%s%s, newest %s", c.Baseline.Branch, commitList(sel.Commits), len(sel.Runs), idList(rep.RunIDs.Baseline), at, sel.Newest.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(o.Log, "gpugate: baseline: %s\n", escape.Terminal(desc))
 	oc := &Outcome{Workload: w.Name, Report: rep, Base: sel.Runs, Cand: cand, Fingerprint: ex.Fingerprint, Baseline: desc, BaseTiming: sel.Timing, CandTiming: ex.Timing}
 	for i, ms := range sel.MedianSteps {
@@ -579,6 +581,32 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 }
 
 // commitList is "@c1,c2" for the known commits, "" when none is known.
+// runIDs are the store ids of a comparison's runs (gate.Report.RunIDs):
+// the baseline's picked runs, and the candidate's when every one of them
+// was recorded (a read-only store records none).
+func runIDs(sel *Selection, ex *Execution) *gate.RunIDs {
+	ids := &gate.RunIDs{Baseline: []int64{}, Candidate: []int64{}}
+	for _, s := range sel.Stored {
+		ids.Baseline = append(ids.Baseline, s.ID)
+	}
+	if len(ex.RunIDs) == len(ex.Runs) {
+		ids.Candidate = append(ids.Candidate, ex.RunIDs...)
+	}
+	return ids
+}
+
+// idList is ": run 7, run 6, run 5", the runs by their store ids.
+func idList(ids []int64) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	var s []string
+	for _, id := range ids {
+		s = append(s, fmt.Sprintf("run %d", id))
+	}
+	return ": " + strings.Join(s, ", ")
+}
+
 func commitList(commits []string) string {
 	var known []string
 	for _, c := range commits {

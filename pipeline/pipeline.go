@@ -157,6 +157,8 @@ type Execution struct {
 	Timed     bool
 	Timing    []gate.TimingRun
 	TimingWhy string
+	// timingWall is each timing run's wall time, in the order of Timing.
+	timingWall []time.Duration
 	// timingStored is how many of Timing Record stored (timingOf).
 	timingStored int
 }

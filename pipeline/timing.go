@@ -11,6 +11,7 @@ import (
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
+	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -115,11 +116,12 @@ func (p *Plan) timeOnce(ctx context.Context, ex *Execution, i int) (time.Duratio
 	ex.Spent.Add(took)
 	ex.noteIsolation(once)
 	if once.Timing == nil {
-		ex.Timing, ex.TimingWhy = nil, once.TimingWhy
+		ex.Timing, ex.timingWall, ex.TimingWhy = nil, nil, once.TimingWhy
 		fmt.Fprintf(p.o.Log, "gpugate: warning: %s; step time is judged on the profiled runs\n", once.TimingWhy)
 		return took, nil
 	}
 	ex.Timing = append(ex.Timing, *once.Timing)
+	ex.timingWall = append(ex.timingWall, took)
 	s := analysis.Summarize(once.Timing.StepMs)
 	fmt.Fprintf(p.o.Log, "gpugate: timing run %d of %s: %d steps, median %.2f ms (no profiler, timed by %s) in %.1fs\n",
 		i, p.o.Workload.Name, len(once.Timing.StepMs), s.Median, escape.Terminal(once.Timing.Clock), once.Duration.Seconds())
@@ -170,7 +172,7 @@ func needsProfiles(rep *gate.Report) bool {
 
 // withTiming is a stored run's analysis JSON with its timing runs added
 // (report.Analysis.TimingRuns).
-func withTiming(doc []byte, runs []gate.TimingRun) ([]byte, error) {
+func withTiming(doc []byte, runs []gate.TimingRun, wall time.Duration) ([]byte, error) {
 	if len(runs) == 0 {
 		return doc, nil
 	}
@@ -183,6 +185,18 @@ func withTiming(doc []byte, runs []gate.TimingRun) ([]byte, error) {
 		return nil, err
 	}
 	m["timing_runs"] = b
+	// The job's cost counts the timing runs stored with it (report.Job):
+	// the dashboard's run page shows what the check spent on the run.
+	if j, ok := m["job"]; ok && string(j) != "null" {
+		var job report.Job
+		if err := json.Unmarshal(j, &job); err != nil {
+			return nil, err
+		}
+		job.TimingRuns, job.TimingWallSeconds = len(runs), wall.Seconds()
+		if m["job"], err = json.Marshal(job); err != nil {
+			return nil, err
+		}
+	}
 	return json.Marshal(m)
 }
 
@@ -192,14 +206,24 @@ func withTiming(doc []byte, runs []gate.TimingRun) ([]byte, error) {
 // so that repeat: auto's timing runs after a profiled run go with the
 // next one recorded and none is stored twice.
 func timingOf(ex *Execution, i, n int) []gate.TimingRun {
+	runs, _ := timingWallOf(ex, i, n)
+	return runs
+}
+
+// timingWallOf is timingOf with the timing runs' wall time, summed.
+func timingWallOf(ex *Execution, i, n int) ([]gate.TimingRun, time.Duration) {
 	from := ex.timingStored
 	to := min(i+1, len(ex.Timing))
 	if i == n-1 {
 		to = len(ex.Timing)
 	}
 	if from >= to {
-		return nil
+		return nil, 0
 	}
 	ex.timingStored = to
-	return ex.Timing[from:to]
+	var wall time.Duration
+	for k := from; k < to && k < len(ex.timingWall); k++ {
+		wall += ex.timingWall[k]
+	}
+	return ex.Timing[from:to], wall
 }

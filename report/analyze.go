@@ -56,6 +56,12 @@ type Job struct {
 	// documents stored before gpugate recorded it.
 	WallSeconds float64 `json:"wall_s,omitempty"`
 	GPUs        int     `json:"gpus,omitempty"`
+	// TimingRuns counts the timing runs stored with the run (Analysis.
+	// TimingRuns), and TimingWallSeconds their wall time (s): with the
+	// profiled run, what the check spent on this run; 0 for a run stored
+	// without timing runs or before gpugate recorded their cost.
+	TimingRuns        int     `json:"timing_runs,omitempty"`
+	TimingWallSeconds float64 `json:"timing_wall_s,omitempty"`
 	// Slurm is the Slurm job the run was (docs/slurm.md); omitted for a
 	// job that did not run under Slurm.
 	Slurm *SlurmJob `json:"slurm,omitempty"`
@@ -150,6 +156,12 @@ type Step struct {
 	ExposedCopy    *int64                     `json:"exposed_copy_ns"`
 	LaunchOverhead *int64                     `json:"launch_overhead_ns"`
 	ShortKernels   *float64                   `json:"short_kernels"`
+	// CollectiveWait is a CPU profile's host time in collectives in the
+	// step (gate.CollectiveWait): with step_time_ns, the rank's own work,
+	// which a later comparison judges each Slurm node's against; omitted
+	// for GPU profiles (exposed_comm_ns says it) and when the trace shows
+	// no collectives.
+	CollectiveWait *int64 `json:"collective_wait_ns,omitempty"`
 	// Memory is null when neither the trace's allocator events nor the
 	// step hook's samples give the step's memory.
 	Memory *StepMemory `json:"memory"`
@@ -328,6 +340,12 @@ func newProfile(r *analysis.Result) Profile {
 	if r.HasGPU {
 		out.Window.Kernels, out.Window.MemcpyCount, out.Window.MemsetCount, out.Window.GPUBusy = ptr(r.Kernels), ptr(r.MemcpyCount), ptr(r.MemsetCount), ptr(r.GPUBusy)
 	}
+	var waits []int64
+	if !r.HasGPU {
+		if w, ok := gate.CollectiveWait(r); ok && len(w) == len(r.Steps) && slices.ContainsFunc(w, func(x int64) bool { return x > 0 }) {
+			waits = w
+		}
+	}
 	for i := range r.Steps {
 		s := &r.Steps[i]
 		st := Step{
@@ -339,6 +357,9 @@ func newProfile(r *analysis.Result) Profile {
 			devs = r.MemDevices[i]
 		}
 		st.Memory = newStepMemory(s.Memory, devs)
+		if waits != nil {
+			st.CollectiveWait = ptr(waits[i])
+		}
 		if r.HasGPU {
 			st.Kernels, st.GPUBusy, st.GPUUtil, st.GPUIdle = ptr(s.Kernels), ptr(s.GPUBusy), ptr(s.GPUUtil()), ptr(s.GPUIdle())
 			st.MemcpyCount, st.MemsetCount = ptr(s.Memcpys), ptr(s.Memsets)
@@ -554,7 +575,7 @@ func (a *Analysis) Results() []*analysis.Result {
 		steps := make([]analysis.Step, len(p.Steps))
 		for i, s := range p.Steps {
 			st := analysis.Step{Name: s.Name, Start: s.Start, End: s.End, HostStart: s.HostStart, HostEnd: s.HostEnd,
-				DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime, Memory: s.Memory.step()}
+				DataWait: s.DataWait, SyncCalls: s.SyncCalls, SyncTime: s.SyncTime, Memory: s.Memory.step(), Collective: deref(s.CollectiveWait)}
 			if s.Kernels != nil {
 				st.Kernels, st.GPUBusy, st.CPUWait = *s.Kernels, deref(s.GPUBusy), deref(s.CPUWait)
 				st.Memcpys, st.Memsets = deref(s.MemcpyCount), deref(s.MemsetCount)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
@@ -32,7 +31,8 @@ type CommentInfo struct {
 	Traces  []string
 	Omitted int
 	// BaseSteps and CandSteps are step times (ms) of one baseline run and
-	// one candidate run, for the chart (StepSeries).
+	// one candidate run that step time was judged on, for the chart
+	// (gate.Report.StepSeries; its title names the runs, StepRuns).
 	BaseSteps, CandSteps []float64
 	// Record is the command that records a baseline, shown when there is
 	// none.
@@ -47,17 +47,6 @@ const MaxComment = 65536
 
 // maxSeries bounds the chart.
 const maxSeries = 200
-
-// StepSeries returns the step times of the first rank of the first run, in
-// ms, for CommentInfo.
-func StepSeries(runs []gate.Run) []float64 {
-	m, _ := analysis.MetricByName("step_time")
-	if len(runs) == 0 || len(runs[0]) == 0 {
-		return nil
-	}
-	xs := runs[0][0].Samples(m)
-	return xs[:min(len(xs), maxSeries)]
-}
 
 // WriteComment writes the PR comment: a banner for an accepted regression
 // or a missing baseline, the Markdown report, a chart of step time per step
@@ -98,8 +87,8 @@ func WriteComment(w io.Writer, r *gate.Report, info CommentInfo) error {
 	if chart := runChart(r); chart != "" {
 		b.WriteString("\n<details><summary>Step time per run</summary>\n\n" + chart + "\n</details>\n")
 	}
-	if chart := stepChart(info.BaseSteps, info.CandSteps); chart != "" {
-		b.WriteString("\n<details><summary>Step time per step</summary>\n\n" + chart + "\n</details>\n")
+	if chart := stepChart(info.BaseSteps, info.CandSteps, r.StepRuns()); chart != "" {
+		b.WriteString("\n<details><summary>Step time per step, one " + r.StepRuns() + " a side</summary>\n\n" + chart + "\n</details>\n")
 	}
 	if info.ArtifactURL != "" || len(info.Traces) > 0 || info.Omitted > 0 {
 		b.WriteString("\n#### Evidence\n\n")
@@ -182,6 +171,15 @@ func runChart(r *gate.Report) string {
 		return ""
 	}
 	bm, cm := st.Baseline.RunMeans, st.Candidate.RunMeans
+	// Each bar is named by its run's store id where each run mean is one
+	// stored run's (gate.Report.JudgedIDs), else by position.
+	bIDs, cIDs := r.JudgedIDs(len(bm), len(cm))
+	if bIDs != nil {
+		bIDs = bIDs[max(0, len(bm)-maxSeries/2):]
+	}
+	if cIDs != nil {
+		cIDs = cIDs[:min(len(cm), maxSeries/2)]
+	}
 	bm, cm = bm[max(0, len(bm)-maxSeries/2):], cm[:min(len(cm), maxSeries/2)]
 	var xs, bars, ref []string
 	// The line is the baseline's geometric mean of run means, what the
@@ -211,6 +209,12 @@ func runChart(r *gate.Report) string {
 		if i >= len(bm) {
 			label = fmt.Sprintf("\"PR%d\"", i-len(bm)+1)
 		}
+		switch {
+		case bIDs != nil && i < len(bm):
+			label = fmt.Sprintf("\"run %d\"", bIDs[i])
+		case cIDs != nil && i >= len(bm):
+			label = fmt.Sprintf("\"PR run %d\"", cIDs[i-len(bm)])
+		}
 		xs = append(xs, label)
 		bars = append(bars, fmt.Sprintf("%.3f", v))
 		ref = append(ref, fmt.Sprintf("%.3f", mean))
@@ -222,7 +226,7 @@ func runChart(r *gate.Report) string {
 // stepChart draws the step times of a baseline run and a candidate run,
 // step by step. Numbers only: nothing from the artifact reaches the chart
 // as text.
-func stepChart(b, c []float64) string {
+func stepChart(b, c []float64, runs string) string {
 	b, c = b[:min(len(b), maxSeries)], c[:min(len(c), maxSeries)]
 	if len(b) == 0 || len(c) == 0 {
 		return ""
@@ -239,8 +243,8 @@ func stepChart(b, c []float64) string {
 		}
 		return "[" + strings.Join(s, ", ") + "]"
 	}
-	return fmt.Sprintf("```mermaid\nxychart-beta\n    title \"step time (ms): baseline first line, PR second\"\n    x-axis \"step\" [%s]\n    y-axis \"ms\"\n    line %s\n    line %s\n```\n",
-		strings.Join(xs, ", "), line(b), line(c))
+	return fmt.Sprintf("```mermaid\nxychart-beta\n    title \"step time (ms) of one %s a side: baseline first line, PR second\"\n    x-axis \"step\" [%s]\n    y-axis \"ms\"\n    line %s\n    line %s\n```\n",
+		runs, strings.Join(xs, ", "), line(b), line(c))
 }
 
 // SafeReport returns a copy of r whose every string is safe to render as

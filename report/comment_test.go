@@ -76,7 +76,7 @@ func TestCommentEscapesEveryName(t *testing.T) {
 		t.Errorf("no run conditions section with the other process:\n%s", out)
 	}
 	var txt bytes.Buffer
-	WriteConditionsText(&txt, r.Conditions)
+	WriteConditionsText(&txt, r)
 	for _, bad := range []string{"\x1b", "\n::error", "\n\n\n"} {
 		if strings.Contains(txt.String(), bad) || !strings.Contains(txt.String(), "pid 7 ") {
 			t.Errorf("text run conditions contain raw %q:\n%s", bad, txt.String())

@@ -253,7 +253,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 			runs = "run"
 		}
 		fmt.Fprintf(w, "### gpugate: ✅ **baseline recorded**\n\n%d %s recorded as the baseline of %s; pull requests are compared with them.\n", r.Candidate.Runs, runs, escape.CodeSpan(r.Recorded))
-		writeConditionsMarkdown(w, r.Conditions)
+		writeConditionsMarkdown(w, r)
 		fmt.Fprintf(w, "\n<sub>%s.", text(sides(r)))
 		for _, wn := range r.Warnings {
 			fmt.Fprintf(w, " ⚠️ %s.", text(wn))
@@ -353,7 +353,7 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 	}
 	writeDeepDiveMarkdown(w, r)
 	writeNodesMarkdown(w, r.Nodes)
-	writeConditionsMarkdown(w, r.Conditions)
+	writeConditionsMarkdown(w, r)
 	fmt.Fprintf(w, "\n<sub>%s. Noise: %s.", text(sides(r)), text(r.Noise))
 	if t := r.Timing.Text(); t != "" {
 		fmt.Fprintf(w, " Timing: %s.", text(t))
@@ -496,7 +496,7 @@ func WriteCompareText(w io.Writer, r *gate.Report) error {
 	}
 	writeDeepDiveText(w, r)
 	writeNodesText(w, r.Nodes)
-	WriteConditionsText(w, r.Conditions)
+	WriteConditionsText(w, r)
 	fmt.Fprintf(w, "\n%s\nnoise: %s\n", escape.Terminal(sides(r)), escape.Terminal(r.Noise))
 	if t := r.Timing.Text(); t != "" {
 		fmt.Fprintf(w, "timing: %s\n", escape.Terminal(t))

@@ -133,8 +133,8 @@ func TestCommentGolden(t *testing.T) {
 	head := run(t, resnet+"num_workers_0/worker0.1623143089861.pt.trace.json.gz")
 	rep := gate.Compare([]gate.Run{base, base, base}, []gate.Run{head}, gate.Options{})
 	var buf bytes.Buffer
-	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 3 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB",
-		BaseSteps: StepSeries([]gate.Run{base}), CandSteps: StepSeries([]gate.Run{head})}
+	info := CommentInfo{Marker: "<!-- gpugate:resnet -->", Workload: "resnet", Baseline: "main@3f2c1a0, 3 run(s)", Fingerprint: "1× Tesla V100-DGXS-32GB"}
+	info.BaseSteps, info.CandSteps = rep.StepSeries([]gate.Run{base, base, base}, []gate.Run{head}, nil, nil)
 	if err := WriteComment(&buf, rep, info); err != nil {
 		t.Fatal(err)
 	}

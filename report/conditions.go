@@ -23,7 +23,7 @@ func ConditionsText(cs []*runcond.Conditions) []string {
 	if len(cs) == 0 {
 		return nil
 	}
-	return sideLines(cs, func(s string) string { return fmt.Sprintf("%q", s) }, escape.Terminal)
+	return sideLines(cs, byPosition, func(s string) string { return fmt.Sprintf("%q", s) }, escape.Terminal)
 }
 
 // conditionLines describes one run's GPU conditions, one line per GPU
@@ -37,14 +37,14 @@ func conditionLines(c *runcond.Conditions, name, txt func(string) string) []stri
 
 // hostLines describes the host of each run that has host conditions, one
 // line a run ("run 2: host: ..."), escaped by txt.
-func hostLines(cs []*runcond.Conditions, txt func(string) string) []string {
+func hostLines(cs []*runcond.Conditions, run func(int) string, txt func(string) string) []string {
 	var out []string
 	for i, c := range cs {
 		if c == nil {
 			continue
 		}
 		if h := HostText(c.Host); h != "" {
-			out = append(out, txt(fmt.Sprintf("run %d: %s", i+1, h)))
+			out = append(out, txt(fmt.Sprintf("%s: %s", run(i), h)))
 		}
 	}
 	return out
@@ -168,7 +168,7 @@ func gpuLines(c *runcond.Conditions, name, txt func(string) string) []string {
 
 // sideLines describes the runs of one side: one block per run, or one
 // line for runs that all say the same.
-func sideLines(cs []*runcond.Conditions, name, txt func(string) string) []string {
+func sideLines(cs []*runcond.Conditions, run func(int) string, name, txt func(string) string) []string {
 	var out []string
 	same := len(cs) > 0
 	var prev string
@@ -190,7 +190,7 @@ func sideLines(cs []*runcond.Conditions, name, txt func(string) string) []string
 	for i, c := range cs {
 		for k, l := range conditionLines(c, name, txt) {
 			if k == 0 {
-				l = fmt.Sprintf("run %d: %s", i+1, l)
+				l = fmt.Sprintf("%s: %s", run(i), l)
 			}
 			out = append(out, l)
 		}
@@ -198,9 +198,19 @@ func sideLines(cs []*runcond.Conditions, name, txt func(string) string) []string
 	return out
 }
 
-// WriteConditionsText writes the run-conditions section for a terminal;
-// nothing when rc is nil.
-func WriteConditionsText(w io.Writer, rc *gate.RunConditions) {
+// byPosition names run i by its position, for runs without store ids.
+func byPosition(i int) string { return fmt.Sprintf("run %d", i+1) }
+
+// sideNames names a side's runs by their store ids (gate.Report.RunName).
+func sideNames(r *gate.Report, side string) func(int) string {
+	return func(i int) string { return r.RunName(side, i) }
+}
+
+// WriteConditionsText writes the run-conditions section of r for a
+// terminal, each run named by its store id where it has one; nothing
+// when r has no conditions.
+func WriteConditionsText(w io.Writer, r *gate.Report) {
+	rc := r.Conditions
 	if rc == nil {
 		return
 	}
@@ -213,7 +223,8 @@ func WriteConditionsText(w io.Writer, rc *gate.RunConditions) {
 		if len(side.cs) == 0 {
 			continue
 		}
-		for i, l := range append(sideLines(side.cs, name, escape.Terminal), hostLines(side.cs, escape.Terminal)...) {
+		run := sideNames(r, side.label)
+		for i, l := range append(sideLines(side.cs, run, name, escape.Terminal), hostLines(side.cs, run, escape.Terminal)...) {
 			if i == 0 {
 				fmt.Fprintf(w, "  %-9s %s\n", side.label+":", l)
 			} else {
@@ -230,7 +241,8 @@ func WriteConditionsText(w io.Writer, rc *gate.RunConditions) {
 }
 
 // writeConditionsMarkdown writes the run-conditions section of a comment.
-func writeConditionsMarkdown(w io.Writer, rc *gate.RunConditions) {
+func writeConditionsMarkdown(w io.Writer, r *gate.Report) {
+	rc := r.Conditions
 	if rc == nil {
 		return
 	}
@@ -257,7 +269,8 @@ func writeConditionsMarkdown(w io.Writer, rc *gate.RunConditions) {
 		if len(side.cs) == 0 {
 			continue
 		}
-		for i, l := range append(sideLines(side.cs, name, text), hostLines(side.cs, text)...) {
+		run := sideNames(r, side.label)
+		for i, l := range append(sideLines(side.cs, run, name, text), hostLines(side.cs, run, text)...) {
 			if i == 0 {
 				fmt.Fprintf(w, "- %s: %s\n", side.label, l)
 			} else {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -10,12 +11,46 @@ import (
 	"github.com/gpugate/gpugate/internal/escape"
 )
 
-// nodesLine names the slowest node and rank of a Slurm job, or "".
+// nodesLine names the straggler of a Slurm job, the node slower than its
+// own baseline, when there is one, and the slowest node and rank; "".
+// for neither. Unescaped: node names come from the job's environment.
 func nodesLine(n *gate.Nodes) string {
 	if n == nil || n.SlowestRank == nil {
 		return ""
 	}
-	return fmt.Sprintf("slowest node %s (rank %d): %s", n.SlowestNode, *n.SlowestRank, n.How)
+	s := fmt.Sprintf("slowest node %s (rank %d): %s", n.SlowestNode, *n.SlowestRank, n.How)
+	if n.StragglerText != "" {
+		return "straggler: " + n.StragglerText + "; " + s
+	}
+	if judged(n) {
+		s += "; no node's own work regressed against its baseline"
+	}
+	return s
+}
+
+// judged reports whether any node's own work was judged against its
+// baseline.
+func judged(n *gate.Nodes) bool {
+	for _, s := range n.PerNode {
+		if s.VsBaseline != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// vsBaseline is a node's own work against its baseline: "+50.12 ms
+// (95% interval +45.00 to +55.30 ms), regression"; "—" when not judged.
+func vsBaseline(s gate.NodeStat) string {
+	r := s.VsBaseline
+	if r == nil {
+		return "—"
+	}
+	lo, hi := fmt.Sprintf("%+.2f", r.DeltaLo), fmt.Sprintf("%+.2f", r.DeltaHi)
+	if math.IsInf(r.DeltaLo, 0) || math.IsInf(r.DeltaHi, 0) {
+		lo, hi = "−∞", "+∞"
+	}
+	return fmt.Sprintf("%+.2f ms (interval %s to %s ms), %s", r.Delta, lo, hi, r.Verdict)
 }
 
 func msOrDash(v *float64) string {
@@ -30,10 +65,10 @@ func writeNodesText(w io.Writer, n *gate.Nodes) {
 	if n == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nnodes (median step time, each step the node's slowest rank):\n")
+	fmt.Fprintf(w, "\nnodes (median step time, each step the node's slowest rank; own work against the node's baseline, each run's mean a sample):\n")
 	for _, s := range n.PerNode {
-		fmt.Fprintf(w, "  %-16s ranks %-10s baseline %10s  candidate %10s  own work %10s\n", escape.Terminal(s.Node), fmt.Sprint(s.Ranks),
-			msOrDash(s.BaselineStepMs), fmt.Sprintf("%.2f ms", s.StepMs), msOrDash(s.OwnMs))
+		fmt.Fprintf(w, "  %-16s ranks %-10s baseline %10s  candidate %10s  own work %10s  vs baseline %s\n", escape.Terminal(s.Node), fmt.Sprint(s.Ranks),
+			msOrDash(s.BaselineStepMs), fmt.Sprintf("%.2f ms", s.StepMs), msOrDash(s.OwnMs), vsBaseline(s))
 	}
 	fmt.Fprintf(w, "%s\n", escape.Terminal(nodesLine(n)))
 }
@@ -44,9 +79,9 @@ func writeNodesMarkdown(w io.Writer, n *gate.Nodes) {
 		return
 	}
 	fmt.Fprintf(w, "\n**Nodes** — %s\n\n", text(nodesLine(n)))
-	fmt.Fprintf(w, "| node | ranks | baseline step | candidate step | own work |\n|---|---|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| node | ranks | baseline step | candidate step | own work | own work vs the node's baseline |\n|---|---|---:|---:|---:|---|\n")
 	for _, s := range n.PerNode {
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f ms | %s |\n", cell(s.Node), cell(fmt.Sprint(s.Ranks)), msOrDash(s.BaselineStepMs), s.StepMs, msOrDash(s.OwnMs))
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f ms | %s | %s |\n", cell(s.Node), cell(fmt.Sprint(s.Ranks)), msOrDash(s.BaselineStepMs), s.StepMs, msOrDash(s.OwnMs), cell(vsBaseline(s)))
 	}
 }
 

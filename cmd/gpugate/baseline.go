@@ -146,6 +146,11 @@ recorded on the machine that made them, gate the next gpugate run there.`,
 			if w == nil {
 				fmt.Fprintf(stderr, "gpugate: no perf.yaml defines %s: the fingerprint has no Python or torch version, so only runs recorded the same way will match (pass -config)\n", escape.Terminal(*workload))
 			}
+			// A gpugate run's folder holds each trace's node (Slurm) in
+			// the job's process files: the stored run keeps it.
+			for _, wn := range pipeline.NodesFromJobFiles(results) {
+				fmt.Fprintf(stderr, "gpugate: warning: %s\n", escape.Terminal(wn))
+			}
 			fp := pipeline.TraceFingerprint(ctx, w, nsysFlag(*a.nsys), results)
 			doc := report.NewStoredAnalysis(results)
 			var buf bytes.Buffer
@@ -242,7 +247,10 @@ else gpugate's).`,
 					}
 				}
 				x.Host, x.HostBusy = hostState(r, margins)
-				if v, ok := doc.TimedStep(); ok {
+				// The step time a verdict compares, as the dashboard plots
+				// it (gate.JudgedValue): the run's quiet timing runs'.
+				if j, ok := gate.JudgedValue(gate.Run(doc.Results()), doc.TimingRuns, stepTime, margins); ok && j.Timing > 0 {
+					v := j.Value
 					x.TimedStepMs = &v
 				}
 				for _, t := range doc.TimingRuns {
@@ -279,7 +287,7 @@ else gpugate's).`,
 				return err
 			}
 			if slices.ContainsFunc(rows, func(x row) bool { return x.TimedStepMs != nil }) {
-				fmt.Fprintf(stdout, "\ntimed step ms: the mean step of the run's timing run (no profiler), which comparisons judge step_time on; mean step ms: the profiled run's, which the other metrics come from\n")
+				fmt.Fprintf(stdout, "\ntimed step ms: the mean step of the run's timing run (no profiler; the geometric mean of its quiet ones when it has several), which comparisons judge step_time on and the dashboard and baseline show plot; mean step ms: the profiled run's, which the other metrics come from\n")
 			}
 			if len(busy) > 0 {
 				fmt.Fprintf(stdout, "\ndisturbed runs (left out of the time metrics of every comparison):\n")
@@ -308,9 +316,11 @@ var baselineShowCmd = &command{
 	short: "show a metric's history over the baseline runs, and any sustained shift",
 	long: `
 Baseline show prints a metric's value per run over the baseline runs of a
-branch as a small text chart — the run's mean per step, ranks combined as
-the gate combines them (a time the slowest rank's, a count the sum over
-ranks): the number the gate compares and baseline list shows — and tests the history for one sustained shift
+branch as a small text chart, each run by its store id — the number the
+gate compares, as the dashboard plots it: step time from the run's timing
+runs where it has them (their quiet ones under -config's host: margins),
+else the run's mean per step, ranks combined as the gate combines them (a
+time the slowest rank's, a count the sum over ranks) — and tests the history for one sustained shift
 (a change point: permutation test at α=0.01) so that slow regressions that no
 single pull request crossed are seen. A history is one machine's: it holds
 the runs of one fingerprint (-fingerprint, default the newest baseline
@@ -365,8 +375,11 @@ run's), and says how many runs of other fingerprints it left out.`,
 				if err := json.Unmarshal(r.Analysis, &doc); err != nil {
 					return fmt.Errorf("baseline run %d: stored analysis: %v", r.ID, err)
 				}
-				if v, ok := doc.RunValue(m); ok {
-					pts = append(pts, runPoint{RunID: r.ID, Commit: r.Commit, Created: r.Created, Value: v})
+				if gate.CheckTimingRuns(doc.TimingRuns) != nil {
+					return fmt.Errorf("baseline run %d: stored timing runs are not gpugate's", r.ID)
+				}
+				if j, ok := gate.JudgedValue(gate.Run(doc.Results()), doc.TimingRuns, m, margins); ok {
+					pts = append(pts, runPoint{RunID: r.ID, Commit: r.Commit, Created: r.Created, Value: j.Value})
 				}
 			}
 			if len(pts) == 0 {
@@ -394,10 +407,10 @@ run's), and says how many runs of other fingerprints it left out.`,
 				if cp.Found && i == cp.Index {
 					mark = "▶"
 				}
-				fmt.Fprintf(stdout, "%s %s %-10s %9.3f %s\n", mark, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Value, strings.Repeat("█", bar))
+				fmt.Fprintf(stdout, "%s run %-5d %s %-10s %9.3f %s\n", mark, p.RunID, p.Created.UTC().Format("2006-01-02 15:04"), escape.Terminal(short(p.Commit)), p.Value, strings.Repeat("█", bar))
 			}
 			if cp.Found {
-				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", cp.Index+1, escape.Terminal(short(pts[cp.Index].Commit)),
+				fmt.Fprintf(stdout, "\nsustained shift at run %d (%s): %.3f → %.3f %s (%+.1f%%), p=%.3f\n", pts[cp.Index].RunID, escape.Terminal(short(pts[cp.Index].Commit)),
 					cp.Before, cp.After, m.Unit, 100*(cp.After-cp.Before)/cp.Before, cp.P)
 			} else {
 				fmt.Fprintf(stdout, "\nno sustained shift (p=%.3f)\n", cp.P)

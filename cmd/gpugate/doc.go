@@ -396,9 +396,11 @@ Run 'gpugate help <command>' for details.
 	usage: gpugate baseline show -workload W [-metric step_time] [-branch main] [-fingerprint HASH] [-db PATH|URL]
 
 	Baseline show prints a metric's value per run over the baseline runs of a
-	branch as a small text chart — the run's mean per step, ranks combined as
-	the gate combines them (a time the slowest rank's, a count the sum over
-	ranks): the number the gate compares and baseline list shows — and tests the history for one sustained shift
+	branch as a small text chart, each run by its store id — the number the
+	gate compares, as the dashboard plots it: step time from the run's timing
+	runs where it has them (their quiet ones under -config's host: margins),
+	else the run's mean per step, ranks combined as the gate combines them (a
+	time the slowest rank's, a count the sum over ranks) — and tests the history for one sustained shift
 	(a change point: permutation test at α=0.01) so that slow regressions that no
 	single pull request crossed are seen. A history is one machine's: it holds
 	the runs of one fingerprint (-fingerprint, default the newest baseline

@@ -128,7 +128,7 @@ func TestOneStoryNumbers(t *testing.T) {
 		t.Fatalf("baseline show: %d %s", code, e.String())
 	}
 	var shown []float64
-	for _, m := range regexp.MustCompile(`(?m)^. \d{4}-\d\d-\d\d \d\d:\d\d\s+\S*\s+([0-9.]+) █`).FindAllStringSubmatch(o.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^. run \d+\s+\d{4}-\d\d-\d\d \d\d:\d\d\s+\S*\s+([0-9.]+) █`).FindAllStringSubmatch(o.String(), -1) {
 		v, _ := strconv.ParseFloat(m[1], 64)
 		shown = append(shown, v)
 	}

@@ -205,8 +205,9 @@ func commentInfo(oc *outcome) report.CommentInfo {
 	if f.GPUCount > 0 {
 		machine = fmt.Sprintf("%d× %s", f.GPUCount, f.GPU)
 	}
-	return report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand,
-		BaseSteps: report.StepSeries(oc.Base), CandSteps: report.StepSeries(oc.Cand)}
+	info := report.CommentInfo{Workload: oc.Workload, Baseline: oc.Baseline, Fingerprint: machine + "; fingerprint " + f.Hash(), Record: oc.RecordCommand}
+	info.BaseSteps, info.CandSteps = oc.Report.StepSeries(oc.Base, oc.Cand, oc.BaseTiming, oc.CandTiming)
+	return info
 }
 
 // writeNew writes a file the job did not plant: whatever is at path (a
@@ -226,7 +227,9 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 	case "json":
 		return report.WriteCompareJSON(w, rep)
 	case "markdown":
-		return report.WriteCompareMarkdown(w, rep)
+		// As the comment renders it: every name (a node's, a kernel's in
+		// a why) escaped for Markdown.
+		return report.WriteCompareMarkdown(w, report.SafeReport(rep))
 	}
 	if len(rep.Metrics) == 0 {
 		if len(cand) > 0 {
@@ -234,7 +237,7 @@ func render(w io.Writer, format string, rep *gate.Report, cand []gate.Run) error
 				return err
 			}
 		}
-		report.WriteConditionsText(w, rep.Conditions)
+		report.WriteConditionsText(w, rep)
 		if rep.Isolation != "" {
 			fmt.Fprintf(w, "\nisolation: %s\n", escape.Terminal(rep.Isolation))
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,45 @@ func TestSlurmRun(t *testing.T) {
 	if q := c.Squeue(); q != "" {
 		t.Errorf("squeue after the baseline: %q", q)
 	}
+	// baseline record of the run's traces keeps each rank's node (from
+	// the job's process files beside them).
+	rec := filepath.Join(dir, "rec.db")
+	if code, out, errOut := gpugateRun(t, dir, "baseline", "record", "-workload", "ddp2", "-config", "base.yaml", "-db", rec, filepath.Join("base", "run1", "trace-0.json"), filepath.Join("base", "run1", "trace-1.json")); code != 0 {
+		t.Fatalf("baseline record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	_, exported, _ := gpugateRun(t, dir, "baseline", "export", "-db", rec)
+	var ex struct {
+		Runs []struct {
+			Analysis struct {
+				Profiles []struct {
+					Rank  *int   `json:"rank"`
+					Node  string `json:"node"`
+					Steps []struct {
+						Wait *int64 `json:"collective_wait_ns"`
+					} `json:"steps"`
+				} `json:"profiles"`
+			} `json:"analysis"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(exported), &ex); err != nil || len(ex.Runs) != 1 || len(ex.Runs[0].Analysis.Profiles) != 2 {
+		t.Fatalf("baseline export of the recorded run: %v\n%s", err, exported)
+	}
+	for _, p := range ex.Runs[0].Analysis.Profiles {
+		if p.Rank == nil || p.Node != map[int]string{0: "n1", 1: "n2"}[*p.Rank] || len(p.Steps) == 0 || p.Steps[0].Wait == nil {
+			t.Errorf("baseline record: profile rank %v on node %q, steps %+v: want ranks 0 and 1 on n1 and n2, with their time in collectives", p.Rank, p.Node, p.Steps)
+		}
+	}
+
+	// The same code again: n2 may be the slowest node, as it may be in
+	// the baseline, but no node is slower than its own baseline.
+	code, out, errOut = gpugateRun(t, dir, "run", "-config", "base.yaml", "-db", db, "-out", "same")
+	if code == 2 {
+		t.Fatalf("candidate of the same code: exit 2\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	if strings.Contains(out, "slower than its baseline") || !strings.Contains(out, "vs baseline") {
+		t.Errorf("the same code on both nodes: a straggler \"slower than its baseline\", or no node judged against its baseline:\n%s", out)
+	}
+	t.Logf("same-code report:\n%s", out)
 
 	// The candidate: the rank on n2 sleeps 50 ms a step.
 	write("slow.yaml", slurmPerf(twoNodes, "    env: {SLOW_NODE: n2}\n"))
@@ -159,6 +199,15 @@ func TestSlurmRun(t *testing.T) {
 	}
 	if !strings.Contains(out, "slowest node n2 (rank 1)") {
 		t.Errorf("the regression's report does not name n2:\n%s", out)
+	}
+	// n2 is judged against its own baseline, and the step-time sentence
+	// names it.
+	if !strings.Contains(out, "ranks (each rank's own mean step; the job's step is its slowest rank's): rank 1 on n2 (the straggler, slower than its baseline)") {
+		t.Errorf("the ranks line does not lead with n2, the straggler:\n%s", out)
+	}
+	if !regexp.MustCompile(`straggler: node n2 is slower than its baseline by [0-9.]+ ms of its own work per step \(95% interval \+[0-9.]+ to \+[0-9.]+ ms`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\s*step_time regressed: .*node n2 is slower than its baseline by`).MatchString(out) {
+		t.Errorf("the regression's report does not say n2 is slower than its baseline, in the nodes line and step time's sentence:\n%s", out)
 	}
 	t.Logf("candidate report:\n%s", out)
 

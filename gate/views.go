@@ -1,0 +1,170 @@
+package gate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/runcond"
+)
+
+// Judged is one stored run's value of a metric as a verdict compares it,
+// and which of the run's runs it came from: the views (the dashboard's
+// charts, run pages, health and change points) read it, so that they
+// plot the number the verdict compares, not another.
+type Judged struct {
+	Value float64
+	// Timing counts the timing runs the value came from (a timed metric
+	// of a run stored with timing runs: their quiet ones, or every one
+	// when none was quiet); 0 when it came from the profiled run.
+	Timing int
+	// TimingBusy says why the run's timing runs' host was busy, when
+	// every one of them was (the value then comes from all of them, and
+	// a verdict would leave the run out of step time); "" otherwise.
+	TimingBusy string
+}
+
+// JudgedValue is a stored run's value of metric m as a verdict compares
+// it: for a timed metric (IsTimed) of a run stored with timing runs, the
+// geometric mean of the run means (each the mean of the timing run's
+// steps, as stats takes a run's mean) of its quiet timing runs under
+// margins — the samples JudgedSamples gives a verdict, one slice per
+// timing run —, or of every timing run when none was quiet; otherwise
+// the profiled run's value (RunValue). With one timing run stored per
+// profiled run, as gpugate run stores them, the geometric mean of a
+// side's values is the verdict's baseline.value or candidate.value.
+func JudgedValue(run Run, timing []TimingRun, m analysis.Metric, margins HostMargins) (Judged, bool) {
+	if !IsTimed(m.Name) || len(timing) == 0 {
+		v, ok := RunValue(run, m)
+		return Judged{Value: v}, ok
+	}
+	cs := make([]*runcond.Conditions, len(timing))
+	for i, t := range timing {
+		cs[i] = t.Conditions
+	}
+	d := Disturbed{Base: Disturbances(cs, margins)}
+	q, _ := d.quietIdx(len(timing), 0, false)
+	var busy string
+	if len(q) == 0 {
+		for i := range timing {
+			q = append(q, i)
+		}
+		busy = d.Base[0]
+	}
+	samples := pick(timingSamples(timing), q)
+	var logSum float64
+	n := 0
+	for _, s := range samples {
+		if v, ok := runMean(s); ok && v > 0 {
+			logSum += math.Log(v)
+			n++
+		}
+	}
+	if n == 0 {
+		return Judged{}, false
+	}
+	v := math.Exp(logSum / float64(n))
+	if n == 1 {
+		for _, s := range samples {
+			if x, ok := runMean(s); ok {
+				v = x // the same bits as the verdict's run mean
+			}
+		}
+	}
+	return Judged{Value: v, Timing: n, TimingBusy: busy}, true
+}
+
+// runMean is the mean of a run's finite steps, summed in ascending order
+// as stats sums them.
+func runMean(xs []float64) (float64, bool) {
+	var fs []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			fs = append(fs, x)
+		}
+	}
+	if len(fs) == 0 {
+		return 0, false
+	}
+	slices.Sort(fs)
+	var sum float64
+	for _, x := range fs {
+		sum += x
+	}
+	return sum / float64(len(fs)), true
+}
+
+// StepSeries are the step times (ms) of the first run of each side that
+// step time was judged on (JudgedSamples): a timing run's when the
+// verdict judged step time on timing runs, else a profiled run's, its
+// ranks combined as the gate combines them. The PR comment, report.md
+// and the step summary chart these, titled by StepRuns, so that every
+// view shows the same steps.
+func (rep *Report) StepSeries(base, cand []Run, bt, ct []TimingRun) (b, c []float64) {
+	m, _ := analysis.MetricByName("step_time")
+	bs, cs := rep.JudgedSamples(m, base, cand, bt, ct)
+	first := func(runs [][]float64) []float64 {
+		if len(runs) == 0 {
+			return nil
+		}
+		return runs[0][:min(len(runs[0]), maxStepSeries)]
+	}
+	return first(bs), first(cs)
+}
+
+// maxStepSeries bounds the steps StepSeries gives of a run.
+const maxStepSeries = 200
+
+// StepRuns names the kind of run StepSeries's steps come from: "timing
+// run" (no profiler) or "profiled run".
+func (rep *Report) StepRuns() string {
+	if rep != nil && rep.timed("step_time") {
+		return "timing run"
+	}
+	return "profiled run"
+}
+
+// RunIDs are the store ids of a report's runs, by side, in the order of
+// its runs (Side.Runs, RunConditions): the comment, report.md, the text
+// report, baseline list and show and the dashboard all call a run by its
+// id. A side whose runs are not stored has none.
+type RunIDs struct {
+	Baseline  []int64 `json:"baseline"`
+	Candidate []int64 `json:"candidate"`
+}
+
+// RunName is run i (from 0) of a side ("baseline" or "candidate") by its
+// store id, "run 7"; "run N" by position (from 1) where ids are unknown.
+func (rep *Report) RunName(side string, i int) string {
+	var ids []int64
+	if rep != nil && rep.RunIDs != nil {
+		ids = rep.RunIDs.Baseline
+		if side == "candidate" {
+			ids = rep.RunIDs.Candidate
+		}
+	}
+	if i >= 0 && i < len(ids) {
+		return fmt.Sprintf("run %d", ids[i])
+	}
+	return fmt.Sprintf("run %d", i+1)
+}
+
+// JudgedIDs are the store ids of the runs behind a metric's run means
+// (stats.Summary.RunMeans), nb baseline and nc candidate ones, when each
+// run mean is one stored run's: no run left out as disturbed, and as many
+// ids as run means on each side (a timed metric: one timing run stored
+// with each profiled run, as gpugate run stores them). A side without
+// them (nil) names its run means by position.
+func (rep *Report) JudgedIDs(nb, nc int) (b, c []int64) {
+	if rep == nil || rep.RunIDs == nil || rep.HostBusy != nil || rep.Timing != nil && rep.Timing.Disturbed != nil {
+		return nil, nil
+	}
+	if len(rep.RunIDs.Baseline) == nb {
+		b = rep.RunIDs.Baseline
+	}
+	if len(rep.RunIDs.Candidate) == nc {
+		c = rep.RunIDs.Candidate
+	}
+	return b, c
+}
