@@ -242,10 +242,12 @@ func chooseIsolation() isolation {
 }
 
 func probeIsolation() isolation {
-	self := selfExe
 	i := isolation{ns: true, user: os.Getuid() != 0}
+	// The probe covers a file that exists, the binary's path (a cover of
+	// the magic link /proc/self/exe itself fails).
+	self, _ := os.Readlink(selfExe)
 	spec, _ := json.Marshal(initSpec{NS: true, User: i.user, Probe: true, Hide: []string{self}})
-	cmd := exec.Command(self)
+	cmd := exec.Command(selfExe)
 	cmd.Args = []string{spawnArg0, string(spec)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = []string{}
@@ -515,11 +517,11 @@ func haveCaps() bool {
 
 // initReport is what the init tells gpugate on fd 3.
 type initReport struct {
-	Err    string   `json:"err,omitempty"` // the job could not start
-	Exit   int      `json:"exit"`
-	Signal int      `json:"signal,omitempty"`
-	Core   bool     `json:"core,omitempty"`
-	MaxRSS int64    `json:"max_rss"` // bytes: the largest of any one process of the job
+	Err    string `json:"err,omitempty"` // the job could not start
+	Exit   int    `json:"exit"`
+	Signal int    `json:"signal,omitempty"`
+	Core   bool   `json:"core,omitempty"`
+	MaxRSS int64  `json:"max_rss"` // bytes: the largest of any one process of the job
 	// Ended is how many processes the job left running were ended after
 	// it; Killed names a few of them, "pid (comm)" (maxNamed).
 	Ended  int      `json:"ended,omitempty"`

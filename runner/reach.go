@@ -42,7 +42,12 @@ func runnerFiles(getenv func(string) string) (cover, ro []string) {
 			return
 		}
 		p = filepath.Clean(p)
-		if _, err := os.Stat(p); err == nil && !slices.Contains(*list, p) {
+		for _, q := range *list {
+			if within(p, q) {
+				return // covered with its folder
+			}
+		}
+		if _, err := os.Stat(p); err == nil {
 			*list = append(*list, p)
 		}
 	}
@@ -132,7 +137,7 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 			open = append(open, "gpugate's install folder, writable by it: "+strings.Join(ro, ", "))
 		}
 		open = append(open, "the machine's /tmp and /var/tmp", "the machine's network and Unix sockets")
-		return hostNet, "no namespace for the job: within its reach are " + escape.Terminal(strings.Join(open, "; ")), nil
+		return hostNet, "without a namespace, within the job's reach are " + escape.Terminal(strings.Join(open, "; ")), nil
 	}
 	spec.Hide = append(spec.Hide, cover...)
 	spec.RO = ro
