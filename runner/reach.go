@@ -139,8 +139,6 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		open = append(open, "the machine's /tmp and /var/tmp", "the machine's network and Unix sockets")
 		return hostNet, "without a namespace, within the job's reach are " + escape.Terminal(strings.Join(open, "; ")), nil
 	}
-	spec.Hide = append(spec.Hide, cover...)
-	spec.RO = ro
 	spec.Tmp = true
 	dir := job.Dir
 	if dir == "" {
@@ -158,6 +156,23 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 			spec.Keep = append(spec.Keep, a)
 		}
 	}
+	// What lies in the machine's /tmp is out of the job's reach already,
+	// unless a kept folder holds it.
+	reachable := func(p string) bool {
+		if !within(p, "/tmp") && !within(p, "/var/tmp") {
+			return true
+		}
+		for _, k := range spec.Keep {
+			if within(p, k) {
+				return true
+			}
+		}
+		return false
+	}
+	cover = slices.DeleteFunc(cover, func(p string) bool { return !reachable(p) })
+	ro = slices.DeleteFunc(ro, func(p string) bool { return !reachable(p) })
+	spec.Hide = append(spec.Hide, cover...)
+	spec.RO = ro
 	text = "; a private /tmp and /var/tmp"
 	var kept []string
 	for _, k := range spec.Keep {

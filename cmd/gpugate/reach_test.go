@@ -501,7 +501,17 @@ func TestTenThousandLeftovers(t *testing.T) {
 	end := filepath.Join(work, "end")
 	write(t, filepath.Join(work, "perf.yaml"), perfYAML("leave", fmt.Sprintf("[%q, \"%d\", %q]", bin, n, end), ""))
 	u.own(t)
-	code, stdout, stderr := u.run(t, work, []string{"HOME=" + u.dir}, "run", "-config", "perf.yaml", "-db", filepath.Join(u.dir, "b.db"), "-out", filepath.Join(u.dir, "out"))
+	for _, iso := range []string{"", "none"} {
+		t.Run("isolation="+iso, func(t *testing.T) {
+			os.Remove(end)
+			leftovers(t, u, work, iso, n, end, name)
+		})
+	}
+}
+
+// leftovers runs TestTenThousandLeftovers' job once, with GPUGATE_ISOLATION=iso.
+func leftovers(t *testing.T, u *unpriv, work, iso string, n int, end, name string) {
+	code, stdout, stderr := u.run(t, work, []string{"HOME=" + u.dir, "GPUGATE_ISOLATION=" + iso}, "run", "-config", "perf.yaml", "-db", filepath.Join(u.dir, "b"+iso+".db"), "-out", filepath.Join(u.dir, "out"+iso))
 	exited := time.Now()
 	if len(stderr) > 4000 {
 		t.Logf("exit %d\nstderr (%d bytes, the last 4000):\n%s", code, len(stderr), stderr[len(stderr)-4000:])
