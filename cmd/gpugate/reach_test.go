@@ -421,6 +421,13 @@ for i in range(3):
 			}
 		})
 	}
+	// Without a namespace, network: none is refused, not ignored.
+	t.Run("network=none,isolation=none", func(t *testing.T) {
+		code, stdout, stderr := l.run(t, u, work, []string{"GPUGATE_ISOLATION=none"}, "run", "-config", "none.yaml", "-db", filepath.Join(u.dir, "nons.db"), "-out", filepath.Join(u.dir, "out-nons"))
+		if code != 2 || !strings.Contains(stderr, "asks for network: none, but no network namespace can be made here") || strings.Contains(stderr, "connected") {
+			t.Errorf("exit %d, want 2 and the reason, and no job run\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	})
 }
 
 // leaveC forks N children that wait forever, writes the time it ends (ns
