@@ -206,6 +206,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		if out, err = slurmOut(job, out); err != nil {
 			return nil, err
 		}
+		job.keep = append(job.keep, out) // reachable in the job's private /tmp
 	}
 	switch job.Profiler {
 	case Torch:
