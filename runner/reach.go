@@ -139,27 +139,50 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		open = append(open, "the machine's /tmp and /var/tmp", "the machine's network and Unix sockets")
 		return hostNet, "without a namespace, within the job's reach are " + escape.Terminal(strings.Join(open, "; ")), nil
 	}
-	spec.Tmp = true
+	// A Slurm run's job runs on the nodes, outside gpugate's namespaces;
+	// the local srun, Slurm's client, needs its own files (SLURM_CONF).
+	spec.Tmp = job.Slurm == nil
 	dir := job.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	for _, p := range append([]string{dir, out}, job.keep...) {
+	// The folders on gpugate's own PATH (the workflow's, not perf.yaml's)
+	// stay, with the parent of a .../bin (a virtual environment's or a
+	// toolchain's root): the tools the workflow set up keep working.
+	var path []string
+	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(p) {
+			p = filepath.Clean(p)
+			if d := filepath.Dir(p); filepath.Base(p) == "bin" && (within(d, "/tmp") || within(d, "/var/tmp")) && d != "/tmp" && d != "/var/tmp" {
+				p = d
+			}
+			path = append(path, p)
+		}
+	}
+	for _, p := range append(append([]string{dir, out}, job.keep...), path...) {
 		if p == "" {
 			continue
 		}
-		if a, err := filepath.Abs(p); err == nil {
-			// The kept folder is found again by its real path.
-			if r, err := filepath.EvalSymlinks(a); err == nil {
-				a = r
-			}
+		// The kept folder is found again by its real path.
+		a, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if a, err = filepath.EvalSymlinks(a); err != nil {
+			continue
+		}
+		if !within(a, "/tmp") && !within(a, "/var/tmp") {
+			continue // reachable anyway
+		}
+		if fi, err := os.Stat(a); err == nil && fi.IsDir() && !slices.ContainsFunc(spec.Keep, func(k string) bool { return within(a, k) }) {
+			spec.Keep = slices.DeleteFunc(spec.Keep, func(k string) bool { return within(k, a) })
 			spec.Keep = append(spec.Keep, a)
 		}
 	}
 	// What lies in the machine's /tmp is out of the job's reach already,
 	// unless a kept folder holds it.
 	reachable := func(p string) bool {
-		if !within(p, "/tmp") && !within(p, "/var/tmp") {
+		if !spec.Tmp || !within(p, "/tmp") && !within(p, "/var/tmp") {
 			return true
 		}
 		for _, k := range spec.Keep {
@@ -173,15 +196,11 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	ro = slices.DeleteFunc(ro, func(p string) bool { return !reachable(p) })
 	spec.Hide = append(spec.Hide, cover...)
 	spec.RO = ro
-	text = "; a private /tmp and /var/tmp"
-	var kept []string
-	for _, k := range spec.Keep {
-		if within(k, "/tmp") || within(k, "/var/tmp") {
-			kept = append(kept, k)
-		}
+	if spec.Tmp {
+		text = "; a private /tmp and /var/tmp"
 	}
-	if len(kept) > 0 {
-		text += " (in which the job's folders stay: " + strings.Join(kept, ", ") + ")"
+	if len(spec.Keep) > 0 && spec.Tmp {
+		text += " (in which the job's folders stay: " + strings.Join(spec.Keep, ", ") + ")"
 	}
 	if len(cover) > 0 {
 		text += "; the runner's files covered: " + strings.Join(cover, ", ")
