@@ -35,7 +35,7 @@ package runner
 // not write it (the clone failed with EACCES, and every ordinary user ran
 // without a namespace). So gpugate starts a spawner (argv[0] spawnArg0) as a
 // plain child, which exec makes dumpable again and which holds nothing
-// secret (the job's denied environment); the spawner clones the init into
+// secret (an empty environment, ownEnv); the spawner clones the init into
 // the new namespaces and writes its uid_map. The init gets CAP_SYS_ADMIN in
 // its user namespace as an ambient capability (it runs as the user's own uid
 // there, not as root), mounts /proc, /dev/shm and the covers, and then
@@ -44,6 +44,18 @@ package runner
 // once). Then it makes itself non-dumpable, so that the job, the same uid
 // without a capability, can neither ptrace it nor open its
 // /proc/1/fd/3, the report channel, and starts the job.
+//
+// What the job must not reach besides (issue 34, reach.go, mounts_linux.go):
+// the spawner, the init and its re-exec are the running binary
+// (/proc/self/exe, never a path the job could replace) and run with an
+// empty environment: the job's, perf.yaml's env included (LD_PRELOAD...),
+// comes to the init on a sealed memfd (fd 4) and reaches the job's execve
+// alone. In the namespace the init also mounts a private /tmp and
+// /var/tmp (the job's folders kept), covers the Actions runner's
+// file-command files and step scripts, makes gpugate's install folder
+// read-only, and, for network: none, brings up the loopback of a network
+// namespace of the job's own (CAP_NET_ADMIN, ambient like CAP_SYS_ADMIN)
+// and covers the machine's Unix sockets.
 //
 // Why not bubblewrap (bwrap): it does the same from C, but it is one more
 // program every self-hosted runner would need installed (Debian's
