@@ -258,7 +258,8 @@ func probeIsolation() isolation {
 	// The probe covers a file that exists, the binary's path (a cover of
 	// the magic link /proc/self/exe itself fails).
 	self, _ := os.Readlink(selfExe)
-	spec, _ := json.Marshal(initSpec{NS: true, User: i.user, Probe: true, Hide: []string{self}})
+	// Tmp: the private /tmp every job gets is probed too.
+	spec, _ := json.Marshal(initSpec{NS: true, User: i.user, Probe: true, Hide: []string{self}, Tmp: true})
 	cmd := exec.Command(selfExe)
 	cmd.Args = []string{spawnArg0, string(spec)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
