@@ -106,6 +106,10 @@ type Workload struct {
 	// Slurm, when set, runs the command as the tasks of one Slurm job
 	// step across nodes (docs/slurm.md).
 	Slurm *Slurm `yaml:"slurm"`
+	// Network is host (the default: the machine's network) or none: a
+	// network namespace of the job's own, loopback only, with the
+	// machine's Unix sockets covered (docs/security.md).
+	Network string `yaml:"network"`
 
 	line, col         int             // where the workload starts, for errors
 	nameLine, nameCol int             // where its name is
@@ -670,6 +674,15 @@ func (c *Config) validate() Errors {
 			if w.set[t.key] && !(t.v > 0 && t.v <= 1e15) {
 				bad(w, "workload %q: %s must be a positive number (up to 1e15), not %v", w.Name, t.key, t.v)
 			}
+		}
+		if w.Network == "" {
+			w.Network = "host"
+		}
+		if w.Network != "host" && w.Network != "none" {
+			bad(w, "workload %q: network %q: want none or host", w.Name, w.Network)
+		}
+		if w.Network == "none" && w.Slurm != nil {
+			bad(w, "workload %q: network: none is not available with slurm: (the tasks run under Slurm's own isolation, docs/slurm.md)", w.Name)
 		}
 		if w.MFUDtype == "" {
 			w.MFUDtype = "bf16"

@@ -261,3 +261,24 @@ func TestRepeatAuto(t *testing.T) {
 		t.Errorf("c: repeat %d max_runs %d, want 4, 0", d.Repeat, d.MaxRuns)
 	}
 }
+
+// TestNetwork: network is host by default, none or host when set, and
+// anything else (or none with slurm) is refused where it is written.
+func TestNetwork(t *testing.T) {
+	c, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\n    network: none\n  - command: [y]\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Workloads[0].Network != "none" || c.Workloads[1].Network != "host" {
+		t.Errorf("network %q %q, want none and the default host", c.Workloads[0].Network, c.Workloads[1].Network)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"    network: off\n", `perf.yaml:3:5: workload "workload1": network "off": want none or host`},
+		{"    network: none\n    slurm: {nodes: 1}\n", `network: none is not available with slurm`},
+	} {
+		_, err := Parse([]byte("version: 1\nworkloads:\n  - command: [x]\n"+bad.yaml), "perf.yaml")
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)
+		}
+	}
+}

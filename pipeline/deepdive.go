@@ -144,7 +144,7 @@ func (r *ncuRun) profile(ctx context.Context, targets []ncu.Target) []profiled {
 		_, err = runner.Run(ctx, runner.Job{
 			Name: fmt.Sprintf("%s ncu %s %d", r.w.Name, r.side, i+1), Args: inv.Args, Dir: r.workdir, Env: r.w.Env,
 			Timeout: ncuTimeoutFactor * time.Duration(r.w.Timeout), Profiler: runner.None, Out: d.OutDir,
-			Output: r.log, StopCommands: inActions(),
+			Output: r.log, StopCommands: inActions(), Network: r.w.Network,
 		})
 		r.spent.Add(time.Since(start))
 		if err != nil {

@@ -326,7 +326,7 @@ func (p *Plan) RunOnce(ctx context.Context, out string) (*Once, error) {
 		Name: p.name, Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: p.Profiler, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
 		NsysPath: p.nsysBin, NsysTrace: w.Nsys.Trace, NsysArgs: w.Nsys.ExtraArgs, GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(),
-		FLOPs: w.FLOPs, Slurm: p.slurmJob(),
+		FLOPs: w.FLOPs, Slurm: p.slurmJob(), Network: w.Network,
 	})
 	if err != nil {
 		return nil, err
@@ -447,7 +447,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 	// profiler; the job's own log gives both sides' step times.
 	res, err := runner.Run(ctx, runner.Job{
 		Name: w.Name + "-unprofiled", Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
-		Profiler: runner.None, Out: filepath.Join(o.Out, "unprofiled"), StepLog: p.stepLog, Output: o.Log, StopCommands: inActions(),
+		Profiler: runner.None, Out: filepath.Join(o.Out, "unprofiled"), StepLog: p.stepLog, Output: o.Log, StopCommands: inActions(), Network: w.Network,
 	})
 	if err != nil {
 		return nil, err

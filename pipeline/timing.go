@@ -47,7 +47,7 @@ func (p *Plan) RunTiming(ctx context.Context, out string) (*Once, error) {
 	res, err := runner.Run(ctx, runner.Job{
 		Name: p.name + " timing", Args: w.Command.Args(), Dir: p.workdir, Env: w.Env, Timeout: time.Duration(w.Timeout),
 		Profiler: runner.None, Timing: true, WarmupSteps: w.WarmupSteps, MeasureSteps: w.MeasureSteps, Out: out,
-		GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(), Slurm: p.slurmJob(),
+		GPU: p.gpu, StepLog: p.stepLog, Output: p.o.Log, StopCommands: inActions(), Slurm: p.slurmJob(), Network: w.Network,
 	})
 	if err != nil {
 		return nil, err

@@ -20,9 +20,17 @@ type isolation struct {
 }
 
 type initSpec struct {
-	NS, User bool
-	Hide     []string
+	NS, User, Env, Net, Tmp bool
+	Hide, Sockets, Keep, RO []string
 }
+
+const selfExe = ""
+
+const maxNamed = 5
+
+func ownEnv() []string { return nil }
+
+func jobEnvFile([]string) (*os.File, error) { return nil, nil }
 
 func chooseIsolation() isolation { return isolation{what: "none (not Linux)"} }
 
@@ -34,6 +42,8 @@ type initReport struct {
 	Err          string
 	Exit, Signal int
 	MaxRSS       int64
+	Ended        int
+	SweepMS      int64
 	Killed       []string
 }
 

@@ -102,7 +102,8 @@ ps = [subprocess.Popen([sys.executable, __file__, "worker"], env=dict(os.environ
 sys.exit(max(p.wait() for p in ps))
 `), 0o644)
 	out := filepath.Join(dir, "out")
-	res, _, log, err := runJob(t, Job{Args: []string{py, script}, Profiler: Torch, WarmupSteps: 1, MeasureSteps: 2, Out: out, Timeout: 3 * time.Minute})
+	// The job's folder holds its script: its private /tmp keeps it.
+	res, _, log, err := runJob(t, Job{Args: []string{py, script}, Dir: dir, Profiler: Torch, WarmupSteps: 1, MeasureSteps: 2, Out: out, Timeout: 3 * time.Minute})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}

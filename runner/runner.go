@@ -86,6 +86,14 @@ type Job struct {
 	// Slurm, when set, runs the job as the tasks of one Slurm job step
 	// (slurm.go).
 	Slurm *Slurm
+	// Network is NetHost (the default, "") or NetNone: a network
+	// namespace of the job's own, loopback only, with the machine's Unix
+	// sockets covered (perf.yaml network:). NetNone where no namespace
+	// can be made fails the run.
+	Network string
+	// keep are folders of gpugate's own that the job uses below /tmp or
+	// /var/tmp (nsys's TMPDIR): they stay reachable in its private ones.
+	keep []string
 	// Timing makes a run of profiler None a timing run: gpugate's step
 	// hook times the steps that a profiled run measures (WarmupSteps,
 	// MeasureSteps) at the optimizer step, with no profiler
@@ -101,8 +109,10 @@ type Result struct {
 	Steps     int       // optimizer steps seen while it ran
 	StepTimes []float64 // ms, from StepLog
 	// Killed lists, as "pid (comm)", the processes the job left running
-	// (daemons, stray workers) that were killed after it.
+	// (daemons, stray workers) that were killed after it: a few of them
+	// (the init names at most maxNamed); Ended counts them all.
 	Killed []string
+	Ended  int
 	// Conditions are the run conditions nvidia-smi reported while the job
 	// ran (StartSMI); never nil after the job started, NotSampled says why
 	// when nothing was measured.
@@ -200,6 +210,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		if out, err = slurmOut(job, out); err != nil {
 			return nil, err
 		}
+		job.keep = append(job.keep, out) // reachable in the job's private /tmp
 	}
 	// The folder the job writes into, opened now, before the job can
 	// replace it: everything gpugate reads back is opened through it.
@@ -269,6 +280,7 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		}
 		defer os.RemoveAll(tmp)
 		env = append(env, "TMPDIR="+tmp)
+		job.keep = append(job.keep, tmp)
 	case None:
 		if job.Timing {
 			dir, err := prepare(out, "timing")
@@ -476,15 +488,26 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		return fmt.Errorf("job %s: mark gpugate non-dumpable: %w", job.Name, err)
 	}
 	token := escape.Token(16)
+	var envFile *os.File
 	iso := chooseIsolation()
 	hide := hiddenFiles(job.Hide)
 	res.Isolation = iso.what
+	spec := initSpec{NS: iso.ns, User: iso.user, Hide: hide, Env: haveInit}
+	reach, unreached, err := jobReach(job, filepath.Dir(res.Log), iso, &spec)
+	if err != nil {
+		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+	}
 	var cg *jobCgroup
 	if iso.ns {
 		if len(hide) > 0 {
 			res.Isolation += "; covered with an empty file: " + escape.Terminal(strings.Join(hide, ", "))
 		}
+		res.Isolation += reach
 	} else {
+		res.Isolation += reach
+		if unreached != "" {
+			res.IsolationWarnings = append(res.IsolationWarnings, unreached)
+		}
 		if len(hide) > 0 {
 			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+"): the files that hold credentials could not be covered, and the job could read them: "+strings.Join(hide, ", "))
 		} else {
@@ -507,11 +530,25 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	for _, w := range res.IsolationWarnings {
 		fmt.Fprintf(job.Output, "[%s] gpugate: WARNING: %s\n", job.Name, escape.Terminal(w))
 	}
-	cmd, err := jobCommand(args, initSpec{NS: iso.ns, User: iso.user, Hide: hide})
+	cmd, err := jobCommand(args, spec)
 	if err != nil {
 		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
 	}
-	cmd.Dir, cmd.Env = job.Dir, append(env, tokenVar+"="+token)
+	cmd.Dir = job.Dir
+	env = append(env, tokenVar+"="+token)
+	if spec.Env {
+		// gpugate's own processes (the spawner, the init) get ownEnv; the
+		// job's environment travels on the init's fd 4 (initSpec.Env).
+		ef, err := jobEnvFile(env)
+		if err != nil {
+			return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+		}
+		defer ef.Close()
+		cmd.Env = ownEnv()
+		envFile = ef
+	} else {
+		cmd.Env = env
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if cg != nil {
 		cg.attach(cmd.SysProcAttr)
@@ -530,6 +567,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		}
 		defer repR.Close()
 		cmd.ExtraFiles = []*os.File{repW}
+		if envFile != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, envFile) // fd 4: jobEnvFD
+		}
 	}
 	before := descendants()
 	rssBefore := childrenMaxRSS()
@@ -668,23 +708,38 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		rep, repErr = readInitReport(repR)
 	}
 	if rep != nil {
-		res.Killed = rep.Killed
+		res.Killed, res.Ended = rep.Killed, rep.Ended
 		res.MaxRSSBytes = rep.MaxRSS
 	} else if !haveInit {
 		res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
 	}
+	more := func(k []string) {
+		res.Ended += len(k)
+		res.Killed = append(res.Killed, k...)
+	}
 	if cg != nil {
-		res.Killed = append(res.Killed, cg.kill()...)
+		more(cg.kill())
 		cg = nil
 	}
 	// The init's sweep came first; this one finds what escaped an init
 	// that was killed (and, elsewhere than Linux, everything).
-	res.Killed = append(res.Killed, killLeftovers(cmd.Process.Pid, token, before)...)
+	more(killLeftovers(cmd.Process.Pid, token, before))
+	if len(res.Killed) > maxNamed {
+		res.Killed = res.Killed[:maxNamed]
+	}
 	if !job.Plain {
 		hostEnd = readHost()
 	}
-	if len(res.Killed) > 0 {
-		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
+	if res.Ended > 0 {
+		others := ""
+		if n := res.Ended - len(res.Killed); n > 0 {
+			others = fmt.Sprintf(" and %d more", n)
+		}
+		took := ""
+		if rep != nil && rep.Ended > 0 {
+			took = fmt.Sprintf(" (its init's sweep took %.1fs)", float64(rep.SweepMS)/1000)
+		}
+		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s%s%s\n", job.Name, res.Ended, strings.Join(res.Killed, ", "), others, took)
 	}
 	select {
 	case <-copied:
@@ -760,11 +815,7 @@ func jobCommand(args []string, spec initSpec) (*exec.Cmd, error) {
 		cmd.Args[0] = args[0]
 		return cmd, nil
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("could not start %q: find gpugate's executable for the job's init: %v", args[0], err)
-	}
-	cmd := exec.Command(self)
+	cmd := exec.Command(selfExe) // the running binary, never a path the job can write (isolate_linux.go)
 	cmd.Args = initArgs(spec, path, args)
 	return cmd, nil
 }

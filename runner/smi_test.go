@@ -309,7 +309,9 @@ func TestRunSamplesConditions(t *testing.T) {
 	done := fakeOnPath(t, "throttled-constructed", "help-query-gpu-580.txt")
 	t.Setenv("GPUGATE_FAKE_SMI_INTERVAL_MS", "20")
 	wait := fmt.Sprintf("while [ ! -e %s/done.query-gpu ] || [ ! -e %s/done.query-compute-apps ]; do sleep 0.05; done; sleep 0.2; echo replayed", done, done)
-	res, _, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", wait}, Timeout: 30 * time.Second})
+	// The job's folder is where it waits for the stand-in's marks: its
+	// private /tmp keeps it.
+	res, _, _, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", wait}, Dir: done, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
