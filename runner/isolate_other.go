@@ -14,17 +14,24 @@ const haveInit = false
 
 const isolationEnv = "GPUGATE_ISOLATION"
 
-type isolation struct {
-	ns, user bool
-	what     string
-}
-
 type initSpec struct {
 	NS, User bool
 	Hide     []string
 }
 
-func chooseIsolation() isolation { return isolation{what: "none (not Linux)"} }
+func chooseIsolation() isolation {
+	return isolation{what: "none (not Linux)", warn: "no isolation for the job: gpugate isolates jobs on Linux only"}
+}
+
+func (isolation) spec([]string) initSpec { return initSpec{} }
+
+type uidJob struct{}
+
+func (*uidJob) done() {}
+
+func prepareUIDJob(jobIdentity, string) (*uidJob, []string, error) { return nil, nil, nil }
+
+type jobIdentity struct{ uid, gid int }
 
 func initArgs(initSpec, string, []string) []string { return nil }
 

@@ -471,45 +471,22 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		return fmt.Errorf("job %s: mark gpugate non-dumpable: %w", job.Name, err)
 	}
 	token := escape.Token(16)
-	iso := chooseIsolation()
-	hide := hiddenFiles(job.Hide)
-	res.Isolation = iso.what
-	var cg *jobCgroup
-	if iso.ns {
-		if len(hide) > 0 {
-			res.Isolation += "; covered with an empty file: " + escape.Terminal(strings.Join(hide, ", "))
-		}
-	} else {
-		if len(hide) > 0 {
-			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+"): the files that hold credentials could not be covered, and the job could read them: "+strings.Join(hide, ", "))
-		} else {
-			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+")")
-		}
-		if haveInit {
-			var err error
-			if cg, err = newJobCgroup(token); err != nil {
-				res.IsolationWarnings = append(res.IsolationWarnings, "no cgroup of the job's own ("+err.Error()+"): a process the job leaves running outside its process group and session may outlive it")
-			} else {
-				res.Isolation += "; a cgroup of its own, killed after it (" + escape.Terminal(cg.where()) + ")"
-				defer func() {
-					if cg != nil { // not killed and removed yet: the job did not start
-						cg.kill()
-					}
-				}()
-			}
-		}
+	ji, err := isolateJob(job, res, token)
+	if err != nil {
+		return err
 	}
+	defer ji.done()
 	for _, w := range res.IsolationWarnings {
 		fmt.Fprintf(job.Output, "[%s] gpugate: WARNING: %s\n", job.Name, escape.Terminal(w))
 	}
-	cmd, err := jobCommand(args, initSpec{NS: iso.ns, User: iso.user, Hide: hide})
+	cmd, err := jobCommand(args, ji.spec)
 	if err != nil {
 		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
 	}
-	cmd.Dir, cmd.Env = job.Dir, append(env, tokenVar+"="+token)
+	cmd.Dir, cmd.Env = job.Dir, append(append(env, ji.env...), tokenVar+"="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if cg != nil {
-		cg.attach(cmd.SysProcAttr)
+	if ji.cg != nil {
+		ji.cg.attach(cmd.SysProcAttr)
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -667,10 +644,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	} else if !haveInit {
 		res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
 	}
-	if cg != nil {
-		res.Killed = append(res.Killed, cg.kill()...)
-		cg = nil
-	}
+	res.Killed = append(res.Killed, ji.killCgroup()...)
 	// The init's sweep came first; this one finds what escaped an init
 	// that was killed (and, elsewhere than Linux, everything).
 	res.Killed = append(res.Killed, killLeftovers(cmd.Process.Pid, token, before)...)

@@ -1,0 +1,233 @@
+//go:build linux
+
+package runner
+
+// The uid mode (issue 38): where gpugate is root and no namespace can be
+// made (root in a default Docker container: its seccomp profile refuses
+// them, and root there has no CAP_SYS_ADMIN), the job runs under an
+// identity of its own, a dedicated unprivileged uid and gid (-job-uid;
+// DefaultJobUID by default). The init, root, starts the job with
+//
+//   - that uid and gid, no supplementary group, and so no capability (the
+//     kernel clears them all when every uid of a process leaves 0);
+//   - no_new_privs, so that no setuid program or file capability gives
+//     any back;
+//   - a private HOME and TMPDIR of the uid's own (0700), and the run's
+//     artifacts folder handed to the uid for the job's time, so that
+//     traces and step files still arrive.
+//
+// The job then cannot read root's 0600 files (the runner's .credentials,
+// the -db-file), cannot open another user's /proc/PID/environ (the
+// runner's, the step shell's, gpugate's), and can neither ptrace nor
+// signal them. After the job's first process exits, the init kills every
+// process of the uid with kill(-1, SIGKILL) from a thread that has the
+// uid (sweepUID): whatever the job left (setsid, double fork, an empty
+// environment) ends, and kill(-1) is one pass of the kernel with forks
+// held off, so a fork loop cannot outrun it. That is why the uid must be
+// the job's alone: run refuses a job while a process of the uid exists.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+	"syscall"
+	"time"
+)
+
+// DefaultJobUID is the uid and gid the job runs as in the uid mode unless
+// -job-uid names others: the top of Debian's range for ordinary accounts
+// (1000-59999), which useradd hands out last, below systemd's dynamic
+// users (61184-65519) and Debian's on-demand system ids (60000-64999),
+// not nobody (65534, shared with NFS and other daemons), and below 65536,
+// so that a container's user namespace (Kubernetes hostUsers: false maps
+// 0-65535) has it.
+const DefaultJobUID = 59999
+
+type jobIdentity struct{ uid, gid int }
+
+var (
+	jobIDMu sync.Mutex
+	jobID   = jobIdentity{DefaultJobUID, DefaultJobUID}
+)
+
+// SetJobUser sets the uid and gid of the uid mode (cmd's -job-uid), for
+// every job of this process.
+func SetJobUser(uid, gid int) {
+	jobIDMu.Lock()
+	defer jobIDMu.Unlock()
+	jobID = jobIdentity{uid, gid}
+}
+
+func jobUser() jobIdentity {
+	jobIDMu.Lock()
+	defer jobIDMu.Unlock()
+	return jobID
+}
+
+// usable refuses ids that are root's.
+func (u jobIdentity) usable() error {
+	if u.uid <= 0 || u.gid <= 0 {
+		return fmt.Errorf("the job's uid and gid must not be 0 (-job-uid %d:%d)", u.uid, u.gid)
+	}
+	return nil
+}
+
+// uidInUse returns "pid (comm)" of a process that runs as uid (real,
+// effective, saved or filesystem), "" when there is none.
+func uidInUse(uid int) string {
+	ents, _ := os.ReadDir("/proc")
+	want := strconv.Itoa(uid)
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(statusField(string(b), "Uid")) {
+			if f == want {
+				return e.Name() + " (" + statusField(string(b), "Name") + ")"
+			}
+		}
+	}
+	return ""
+}
+
+// uidJob is a job's set-up in the uid mode: its private folder (HOME and
+// TMPDIR below it) and the artifacts folder handed to it.
+type uidJob struct {
+	id      jobIdentity
+	private string // root's folder holding home/ and tmp/
+	out     string // the artifacts folder, the uid's for the job's time
+	outUID  int
+	outGID  int
+}
+
+// prepareUIDJob makes the job's HOME and TMPDIR and hands it the
+// artifacts folder out; the environment to add is returned.
+func prepareUIDJob(id jobIdentity, out string) (*uidJob, []string, error) {
+	if who := uidInUse(id.uid); who != "" {
+		return nil, nil, fmt.Errorf("the job's uid %d is in use by process %s: every process of that uid is killed after the job, so it must be the job's alone (another gpugate's job, or a service: name another with -job-uid)", id.uid, who)
+	}
+	j := &uidJob{id: id}
+	var err error
+	if j.private, err = os.MkdirTemp("", "gpugate-job-"); err != nil {
+		return nil, nil, fmt.Errorf("the job's HOME: %w", err)
+	}
+	// Root's, searchable: the job reaches its own home/ and tmp/ below.
+	if err := os.Chmod(j.private, 0o711); err != nil {
+		j.done()
+		return nil, nil, fmt.Errorf("the job's HOME: %w", err)
+	}
+	home, tmp := filepath.Join(j.private, "home"), filepath.Join(j.private, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			j.done()
+			return nil, nil, fmt.Errorf("the job's HOME: %w", err)
+		}
+		if err := os.Lchown(d, id.uid, id.gid); err != nil {
+			j.done()
+			return nil, nil, fmt.Errorf("the job's HOME: %w", err)
+		}
+	}
+	if out != "" {
+		fi, err := os.Lstat(out)
+		if err != nil {
+			j.done()
+			return nil, nil, fmt.Errorf("the artifacts folder: %w", err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		j.outUID, j.outGID = int(st.Uid), int(st.Gid)
+		if err := os.Lchown(out, id.uid, id.gid); err != nil {
+			j.done()
+			return nil, nil, fmt.Errorf("hand the artifacts folder to the job's uid: %w", err)
+		}
+		j.out = out
+		if err := reachable(filepath.Dir(out), id); err != nil {
+			j.done()
+			return nil, nil, fmt.Errorf("the artifacts folder %s: %w", out, err)
+		}
+	}
+	return j, []string{"HOME=" + home, "TMPDIR=" + tmp, "USER=", "LOGNAME="}, nil
+}
+
+// done gives the artifacts folder back to its owner (what the job wrote
+// in it stays the uid's: gpugate opens those files as it opens any file
+// the job wrote) and removes HOME and TMPDIR. Every process of the uid
+// has ended by then (the init's sweep).
+func (j *uidJob) done() {
+	if j == nil {
+		return
+	}
+	if j.out != "" {
+		os.Lchown(j.out, j.outUID, j.outGID)
+	}
+	if j.private != "" {
+		// RemoveAll follows no symbolic link the job left there.
+		if err := os.RemoveAll(j.private); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(os.Stderr, "gpugate: remove the job's HOME %s: %v\n", j.private, err)
+		}
+	}
+}
+
+// uidJobAttr is how the init starts the job as the uid: no supplementary
+// group; setuid from root to the uid clears every capability.
+func uidJobAttr(uid, gid int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+}
+
+// sweepUID kills every process of uid: one thread of the init takes the
+// uid as its real and effective uid (setresuid on that thread alone, the
+// saved uid staying root's) and calls kill(-1, SIGKILL), which signals
+// every process the caller may signal, its own excepted: without
+// CAP_KILL (gone with euid 0), those whose uid or saved uid is the uid.
+// The thread is never given back to Go's scheduler: it ends with its
+// goroutine. In-process, not a helper exec'd as the uid, which could not
+// run where gpugate's executable is not the uid's to execute.
+func sweepUID(uid int) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), 0); e != 0 {
+			errc <- fmt.Errorf("sweep of uid %d: setresuid: %w", uid, e)
+			return
+		}
+		for range 3 {
+			if _, _, e := unix.RawSyscall(unix.SYS_KILL, ^uintptr(0), uintptr(unix.SIGKILL), 0); e == unix.ESRCH {
+				break // none was left
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		errc <- nil
+	}()
+	return <-errc
+}
+
+// reachable says which folder of dir's path the job's uid cannot search
+// (no x bit for it): the job could not write its traces below it.
+func reachable(dir string, id jobIdentity) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		m := fi.Mode().Perm()
+		ok := m&0o001 != 0 || int(st.Uid) == id.uid && m&0o100 != 0 || int(st.Gid) == id.gid && m&0o010 != 0
+		if !ok {
+			return fmt.Errorf("the job's uid %d cannot reach it: %s is mode %04o, owned by %d:%d (make it searchable, o+x)", id.uid, d, m, st.Uid, st.Gid)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,95 @@
+//go:build linux
+
+package runner
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestUIDMode: gpugate as root, in the uid mode (forced here, where
+// namespaces work; in a default container it is chosen, see
+// examples/containers): the job runs as the job's uid, with no capability,
+// no_new_privs and no supplementary group; it cannot read a root process's
+// environment nor root's 0600 file, nor signal root's process; it writes
+// its artifacts, HOME and TMPDIR; and a setsid, double-forked,
+// empty-environment grandchild is gone when Run returns.
+func TestUIDMode(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the uid mode needs root")
+	}
+	t.Setenv(isolationEnv, "uid")
+	const uid = 59990
+	SetJobUser(uid, uid)
+	defer SetJobUser(DefaultJobUID, DefaultJobUID)
+	if who := uidInUse(uid); who != "" {
+		t.Fatalf("uid %d in use before the test: %s", uid, who)
+	}
+	secretDir := t.TempDir()
+	os.Chmod(secretDir, 0o755)
+	secretFile := filepath.Join(secretDir, ".credentials")
+	if err := os.WriteFile(secretFile, []byte("canary-credentials-file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	standin := exec.Command("sleep", "120")
+	standin.Env = []string{"RUNNER_TOKEN=canary-standin-token"}
+	if err := standin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { standin.Process.Kill(); standin.Wait() }()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent: 0700
+	out := filepath.Join(dir, "out")
+	os.Mkdir(out, 0o755)
+	script := `id -u; id -g; id -G
+grep -E '^(CapEff|CapPrm|NoNewPrivs):' /proc/self/status
+cat ` + secretFile + ` 2>/dev/null && echo LEAK-FILE
+tr '\0' '\n' < /proc/` + strconv.Itoa(standin.Process.Pid) + `/environ 2>/dev/null | grep canary && echo LEAK-ENV
+kill -0 ` + strconv.Itoa(standin.Process.Pid) + ` 2>/dev/null && echo CAN-SIGNAL
+echo trace > "$OUTDIR/trace.json" && echo wrote-out
+echo h > "$HOME/h" && echo wrote-home
+echo t > "$TMPDIR/t" && echo wrote-tmp
+echo "home=$HOME"
+setsid sh -c 'env -i sh -c "sleep 301 & exec sleep 302" &' &
+sleep 0.3
+echo done`
+	res, output, log, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", script}, Dir: dir, Out: out, Env: map[string]string{"OUTDIR": out}, KillGrace: time.Second})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, output)
+	}
+	l := string(log)
+	t.Logf("isolation: %s\nlog:\n%s", res.Isolation, l)
+	if !strings.Contains(res.Isolation, "the job's own uid 59990") {
+		t.Errorf("isolation %q does not name the uid mode", res.Isolation)
+	}
+	for _, want := range []string{"59990\n59990\n59990\n", "CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "NoNewPrivs:\t1", "wrote-out", "wrote-home", "wrote-tmp", "done"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("the job's log lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"LEAK", "canary", "CAN-SIGNAL"} {
+		if strings.Contains(l, bad) {
+			t.Errorf("the job's log has %q", bad)
+		}
+	}
+	if who := uidInUse(uid); who != "" {
+		t.Errorf("a process of the job's uid outlived it: %s", who)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the artifacts folder was not given back to root: %v", err)
+	}
+	for _, line := range strings.Split(l, "\n") {
+		if h, ok := strings.CutPrefix(line, "home="); ok {
+			if _, err := os.Stat(h); err == nil {
+				t.Errorf("the job's HOME %s is still there", h)
+			}
+		}
+	}
+}
