@@ -55,27 +55,56 @@ type jobIdentity struct{ uid, gid int }
 
 var (
 	jobIDMu sync.Mutex
-	jobID   = jobIdentity{DefaultJobUID, DefaultJobUID}
+	jobID   *jobIdentity // SetJobUser's
 )
 
-// SetJobUser sets the uid and gid of the uid mode (cmd's -job-uid), for
-// every job of this process.
+// jobUIDEnv names the uid mode's uid and gid, "UID" or "UID:GID", where
+// DefaultJobUID will not do. An environment variable, as GPUGATE_ISOLATION
+// is, set by whoever runs the runner (its service, the pod's spec): not a
+// perf.yaml key, which the pull request under test writes and could point
+// at root or at the runner's own uid; and not a flag, so that every
+// command that runs a job (the action included) takes it the same way.
+const jobUIDEnv = "GPUGATE_JOB_UID"
+
+// SetJobUser sets the uid and gid of the uid mode for every job of this
+// process, over GPUGATE_JOB_UID (tests).
 func SetJobUser(uid, gid int) {
 	jobIDMu.Lock()
 	defer jobIDMu.Unlock()
-	jobID = jobIdentity{uid, gid}
+	jobID = &jobIdentity{uid, gid}
 }
 
-func jobUser() jobIdentity {
+// jobUser is the uid mode's uid and gid: SetJobUser's, else
+// GPUGATE_JOB_UID's, else DefaultJobUID's. An error says why the value
+// will not do (never silently the default).
+func jobUser() (jobIdentity, error) {
 	jobIDMu.Lock()
 	defer jobIDMu.Unlock()
-	return jobID
+	if jobID != nil {
+		return *jobID, jobID.usable()
+	}
+	v := os.Getenv(jobUIDEnv)
+	if v == "" {
+		return jobIdentity{DefaultJobUID, DefaultJobUID}, nil
+	}
+	us, gs, ok := strings.Cut(v, ":")
+	if !ok {
+		gs = us
+	}
+	uid, err1 := strconv.Atoi(us)
+	gid, err2 := strconv.Atoi(gs)
+	if err1 != nil || err2 != nil {
+		return jobIdentity{}, fmt.Errorf("%s=%q: want UID or UID:GID, numbers", jobUIDEnv, v)
+	}
+	id := jobIdentity{uid, gid}
+	return id, id.usable()
 }
 
-// usable refuses ids that are root's.
+// usable refuses ids that are root's, and ids beyond 65535, which a
+// container's user namespace does not map.
 func (u jobIdentity) usable() error {
-	if u.uid <= 0 || u.gid <= 0 {
-		return fmt.Errorf("the job's uid and gid must not be 0 (-job-uid %d:%d)", u.uid, u.gid)
+	if u.uid <= 0 || u.gid <= 0 || u.uid > 65535 || u.gid > 65535 {
+		return fmt.Errorf("the job's uid and gid must be between 1 and 65535, not %d:%d (%s)", u.uid, u.gid, jobUIDEnv)
 	}
 	return nil
 }

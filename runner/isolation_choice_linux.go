@@ -81,14 +81,14 @@ func decideIsolation(want string) isolation {
 	}
 	if os.Geteuid() == 0 && want != "namespaces" {
 		// Root: the job's own uid.
-		u := jobUser()
+		u, err := jobUser()
+		if err != nil {
+			return isolation{mode: modeNone, what: "none (" + escape.Terminal(err.Error()) + ")", warn: "no isolation for the job: " + err.Error()}
+		}
 		i := isolation{mode: modeUID, uid: u.uid, gid: u.gid,
 			what: fmt.Sprintf("the job's own uid %d and gid %d (no supplementary group, no capability, no_new_privs; private HOME and TMPDIR; every process of the uid killed after it)", u.uid, u.gid)}
 		if nsErr != nil {
 			i.warn = "no namespace for the job (" + causeText(nsErr) + "); it runs as uid " + fmt.Sprint(u.uid) + " instead, which sees every process of the machine but can read no other user's process environment or private file: " + docsContainers
-		}
-		if err := u.usable(); err != nil {
-			return isolation{mode: modeNone, what: "none (" + escape.Terminal(err.Error()) + ")", warn: "no isolation for the job: " + err.Error()}
 		}
 		return i
 	}
@@ -116,7 +116,10 @@ func probeNamespaces() (isolation, error) {
 		// Root without CAP_SYS_ADMIN: in its user namespace the job must
 		// not be uid 0, which execve would give every capability there
 		// (enough to undo the covers). It is the job's uid instead.
-		u := jobUser()
+		u, err := jobUser()
+		if err != nil {
+			return isolation{what: "none (" + escape.Terminal(err.Error()) + ")"}, err
+		}
 		i.uid, i.gid = u.uid, u.gid
 	}
 	spec, _ := json.Marshal(initSpec{NS: true, User: user, Probe: true, Hide: []string{self}, InUID: i.uid, InGID: i.gid})

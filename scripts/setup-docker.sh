@@ -13,7 +13,14 @@ export DEBIAN_FRONTEND=noninteractive
 
 log() { printf 'setup-docker: %s\n' "$*" >&2; }
 
-have() { command -v dockerd >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /bin/busybox ] && command -v apparmor_parser >/dev/null; }
+# Docker's default seccomp profile, as Debian's docker.io 20.10 compiles it
+# in (its source package's profiles/seccomp/default.json, shipped in
+# golang-github-docker-docker-dev, of which only this file is kept): the
+# container tests check that examples/containers/seccomp.json is exactly
+# it plus gpugate's rules.
+profile=/opt/gpugate/docker/seccomp-default.json
+
+have() { [ -s $profile ] && command -v dockerd >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /bin/busybox ] && command -v apparmor_parser >/dev/null; }
 
 if have; then
 	log "already installed: $(dockerd --version)"
@@ -29,5 +36,11 @@ chmod +x /usr/sbin/policy-rc.d
 trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 apt-get -o DPkg::Lock::Timeout=900 update -qq
 apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends docker.io busybox-static apparmor >/dev/null
-have || { log "docker.io, busybox-static and apparmor installed, but dockerd, containerd, runc, /bin/busybox or apparmor_parser is missing"; exit 2; }
+tmp=$(mktemp -d)
+(cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt-get -o DPkg::Lock::Timeout=900 download -qq golang-github-docker-docker-dev >/dev/null)
+dpkg-deb -x "$tmp"/golang-github-docker-docker-dev_*.deb "$tmp/x"
+mkdir -p "$(dirname $profile)"
+cp "$tmp/x/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json" $profile
+rm -rf "$tmp"
+have || { log "docker.io, busybox-static and apparmor installed, but dockerd, containerd, runc, /bin/busybox, apparmor_parser or $profile is missing"; exit 2; }
 log "installed $(dockerd --version), $(runc --version | head -1), $(apparmor_parser --version | head -1)"
