@@ -83,7 +83,7 @@ func isolateJob(job Job, res *Result, token string) (*jobIsolation, error) {
 		}
 	default:
 		if len(hide) > 0 {
-			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+"): the files that hold credentials could not be covered, and the job could read them: "+strings.Join(hide, ", "))
+			res.IsolationWarnings = append(res.IsolationWarnings, "the files that hold credentials could not be covered (no namespace for the job), and the job could read them: "+strings.Join(hide, ", "))
 		}
 		if haveInit {
 			cg, err := newJobCgroup(token)

@@ -18,9 +18,13 @@ import (
 // over), AppArmor's restriction of unprivileged user namespaces (Ubuntu
 // 24.04), user namespaces turned off, or root without CAP_SYS_ADMIN. Each
 // says where the fix is.
-func namespaceCauses(probe string) []string {
+func namespaceCauses(probe string) []cause {
 	return findCauses(probe, readFile)
 }
+
+// cause is one reason found: its name, for the report's isolation line,
+// and what to do, for the warning.
+type cause struct{ name, text string }
 
 func readFile(p string) string {
 	b, err := os.ReadFile(p)
@@ -31,38 +35,37 @@ func readFile(p string) string {
 }
 
 // findCauses is namespaceCauses over a file reader, for tests.
-func findCauses(probe string, read func(string) string) []string {
-	var out []string
+func findCauses(probe string, read func(string) string) []cause {
+	var out []cause
 	status := read("/proc/self/status")
 	if v := statusField(status, "Seccomp"); v == "2" && !strings.Contains(probe, "mount /proc") {
-		out = append(out, "a seccomp filter (Seccomp: 2 in /proc/self/status; a container's default profile) refuses the namespaces: run with examples/containers/seccomp.json")
+		out = append(out, cause{"seccomp", "a seccomp filter (Seccomp: 2 in /proc/self/status; a container's default profile) refuses the namespaces: run with examples/containers/seccomp.json"})
 	}
 	if masked := maskedProc(read("/proc/self/mounts")); len(masked) > 0 {
 		s := "/proc is masked (" + strings.Join(masked, ", ") + " mounted over; a container's default), so the kernel refuses a fresh /proc in the namespace"
-		if strings.Contains(probe, "mount /proc") {
-			out = append(out, s+": Docker --security-opt systempaths=unconfined, Kubernetes procMount: Unmasked")
-		} else {
-			out = append(out, s+" too: Docker --security-opt systempaths=unconfined, Kubernetes procMount: Unmasked")
+		if !strings.Contains(probe, "mount /proc") {
+			s += " too"
 		}
+		out = append(out, cause{"masked /proc", s + ": Docker --security-opt systempaths=unconfined, Kubernetes procMount: Unmasked"})
 	}
 	if strings.TrimSpace(read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")) == "1" {
 		prof := strings.TrimSpace(read("/proc/self/attr/apparmor/current"))
 		if prof == "" {
 			prof = strings.TrimSpace(read("/proc/self/attr/current"))
 		}
-		out = append(out, fmt.Sprintf("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1; gpugate's profile: %q): load examples/apparmor/gpugate", prof))
+		out = append(out, cause{"AppArmor", fmt.Sprintf("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1; gpugate's profile: %q): load examples/apparmor/gpugate", prof)})
 	}
 	if strings.TrimSpace(read("/proc/sys/user/max_user_namespaces")) == "0" {
-		out = append(out, "user namespaces are turned off (user.max_user_namespaces=0)")
+		out = append(out, cause{"user namespaces off", "user namespaces are turned off (user.max_user_namespaces=0)"})
 	}
 	if strings.TrimSpace(read("/proc/sys/kernel/unprivileged_userns_clone")) == "0" {
-		out = append(out, "unprivileged user namespaces are turned off (kernel.unprivileged_userns_clone=0)")
+		out = append(out, cause{"user namespaces off", "unprivileged user namespaces are turned off (kernel.unprivileged_userns_clone=0)"})
 	}
 	if eff, uid := statusField(status, "CapEff"), strings.Fields(statusField(status, "Uid")); eff != "" && len(uid) > 1 && uid[1] == "0" {
 		var caps uint64
 		fmt.Sscanf(eff, "%x", &caps)
 		if caps&(1<<unix.CAP_SYS_ADMIN) == 0 {
-			out = append(out, "gpugate runs as root without CAP_SYS_ADMIN (CapEff "+eff+"), as in a container")
+			out = append(out, cause{"no CAP_SYS_ADMIN", "gpugate runs as root without CAP_SYS_ADMIN (CapEff " + eff + "), as in a container"})
 		}
 	}
 	return out

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,9 +96,8 @@ func decideIsolation(want string) isolation {
 	if nsErr == nil {
 		nsErr = fmt.Errorf("%s=uid needs gpugate to run as root", isolationEnv)
 	}
-	why := causeText(nsErr)
-	return isolation{mode: modeNone, what: "none (" + escape.Terminal(why) + "): the job can see every process of its user",
-		warn: "no isolation for the job: " + why + ": " + docsContainers}
+	return isolation{mode: modeNone, what: "none (" + shortWhy(nsErr) + "): the job can see every process of its user",
+		warn: "no isolation for the job: " + causeText(nsErr) + ": " + docsContainers}
 }
 
 // docsContainers is where the warnings send the reader.
@@ -130,7 +130,8 @@ func probeNamespaces() (isolation, error) {
 	out, err := runBounded(cmd, 10*time.Second)
 	if err != nil {
 		why := strings.TrimSpace(fmt.Sprintf("%v %s", err, out))
-		return isolation{what: "none (no namespace could be made: " + escape.Terminal(why) + "): the job can see every process of its user"}, &nsError{probe: why, causes: namespaceCauses(why)}
+		e := &nsError{probe: why, causes: namespaceCauses(why)}
+		return isolation{what: "none (" + e.short() + "): the job can see every process of its user"}, e
 	}
 	switch {
 	case user && os.Getuid() == 0:
@@ -146,21 +147,50 @@ func probeNamespaces() (isolation, error) {
 // nsError is a failed probe: what it printed, and the causes found.
 type nsError struct {
 	probe  string
-	causes []string
+	causes []cause
 }
 
 func (e *nsError) Error() string { return "no namespace could be made: " + e.probe }
 
-// causeText is why no namespace could be made, causes first.
-func causeText(err error) string {
-	if e, ok := err.(*nsError); ok {
-		s := "no namespace could be made"
-		if len(e.causes) > 0 {
-			s += ": " + strings.Join(e.causes, "; ")
+// short names the causes, for the isolation line.
+func (e *nsError) short() string {
+	var names []string
+	for _, c := range e.causes {
+		if !slices.Contains(names, c.name) {
+			names = append(names, c.name)
 		}
-		return s + " (" + e.probe + ")"
 	}
-	return err.Error()
+	if len(names) == 0 {
+		return "no namespace could be made"
+	}
+	return "no namespace: " + strings.Join(names, ", ")
+}
+
+// causeText is why no namespace could be made, causes first, then what
+// the probe printed.
+func causeText(err error) string {
+	e, ok := err.(*nsError)
+	if !ok {
+		return err.Error()
+	}
+	s := "no namespace could be made"
+	for i, c := range e.causes {
+		if i == 0 {
+			s += ": "
+		} else {
+			s += "; "
+		}
+		s += c.text
+	}
+	return s + " (" + escape.Terminal(e.probe) + ")"
+}
+
+// shortWhy is the isolation line's reason for err.
+func shortWhy(err error) string {
+	if e, ok := err.(*nsError); ok {
+		return e.short()
+	}
+	return escape.Terminal(err.Error())
 }
 
 // hasCap reports whether capability c is in this process's effective set.

@@ -3,9 +3,12 @@
 # docs/containers.md) need on a fresh Debian 12 (bookworm) machine, as
 # root: Debian's docker.io (dockerd, containerd, runc; the tests start a
 # daemon of their own, on a socket in a temporary folder, and never use a
-# system one), busybox-static (the shell of the test image, which the tests
-# build from a local root filesystem: no registry) and apparmor (its
-# apparmor_parser checks examples/apparmor/'s profile). Debian's package
+# system one) and busybox-static (the shell of the test image, which the
+# tests build from a local root filesystem: no registry); and AppArmor 4's
+# parser, which checks examples/apparmor/'s profile: Debian 12's apparmor
+# (3.0) does not know the userns rule, so Debian 13's package is unpacked
+# into the Debian 13 chroot that setup-torch2.sh makes (run it first), and
+# runs there. Debian's docker.io package
 # would start a system dockerd on install: policy-rc.d keeps it from doing
 # so. Idempotent.
 set -euo pipefail
@@ -20,10 +23,14 @@ log() { printf 'setup-docker: %s\n' "$*" >&2; }
 # it plus gpugate's rules.
 profile=/opt/gpugate/docker/seccomp-default.json
 
-have() { [ -s $profile ] && command -v dockerd >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /bin/busybox ] && command -v apparmor_parser >/dev/null; }
+# The Debian 13 chroot, and where AppArmor 4 is unpacked in it.
+chroot=/opt/gpugate/trixie
+aa=/opt/apparmor4
+
+have() { [ -s $profile ] && [ -x $chroot$aa/usr/sbin/apparmor_parser ] && command -v dockerd >/dev/null && command -v containerd >/dev/null && command -v runc >/dev/null && [ -x /bin/busybox ]; }
 
 if have; then
-	log "already installed: $(dockerd --version)"
+	log "already installed: $(dockerd --version); AppArmor 4's parser in $chroot$aa"
 	exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -35,12 +42,20 @@ printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 chmod +x /usr/sbin/policy-rc.d
 trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 apt-get -o DPkg::Lock::Timeout=900 update -qq
-apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends docker.io busybox-static apparmor >/dev/null
+apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends docker.io busybox-static >/dev/null
 tmp=$(mktemp -d)
 (cd "$tmp" && chown _apt "$tmp" 2>/dev/null; apt-get -o DPkg::Lock::Timeout=900 download -qq golang-github-docker-docker-dev >/dev/null)
 dpkg-deb -x "$tmp"/golang-github-docker-docker-dev_*.deb "$tmp/x"
 mkdir -p "$(dirname $profile)"
 cp "$tmp/x/usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json" $profile
 rm -rf "$tmp"
-have || { log "docker.io, busybox-static and apparmor installed, but dockerd, containerd, runc, /bin/busybox, apparmor_parser or $profile is missing"; exit 2; }
-log "installed $(dockerd --version), $(runc --version | head -1), $(apparmor_parser --version | head -1)"
+if [ -d $chroot/usr ]; then
+	rm -rf $chroot/tmp/apparmor4 && mkdir -p $chroot/tmp/apparmor4
+	chroot $chroot sh -c 'cd /tmp/apparmor4 && apt-get download -qq apparmor' >/dev/null 2>&1 || chroot $chroot sh -c 'apt-get update -qq && cd /tmp/apparmor4 && apt-get download -qq apparmor' >/dev/null
+	rm -rf $chroot$aa && dpkg-deb -x $chroot/tmp/apparmor4/apparmor_*.deb $chroot$aa
+	rm -rf $chroot/tmp/apparmor4
+else
+	log "no Debian 13 chroot at $chroot (scripts/setup-torch2.sh makes it): AppArmor 4's parser not installed"
+fi
+have || { log "docker.io and busybox-static installed, but dockerd, containerd, runc, /bin/busybox, $profile or $chroot$aa/usr/sbin/apparmor_parser is missing"; exit 2; }
+log "installed $(dockerd --version), $(runc --version | head -1), $(chroot $chroot $aa/usr/sbin/apparmor_parser --version | head -1) (in $chroot)"
