@@ -72,6 +72,9 @@ func SetJobUser(uid, gid int) {
 	jobIDMu.Lock()
 	defer jobIDMu.Unlock()
 	jobID = &jobIdentity{uid, gid}
+	probeMu.Lock()
+	clear(probed) // the choice names the uid: choose again
+	probeMu.Unlock()
 }
 
 // jobUser is the uid mode's uid and gid: SetJobUser's, else
@@ -259,4 +262,24 @@ func reachable(dir string, id jobIdentity) error {
 			return nil
 		}
 	}
+}
+
+// readableBy lists the files of paths that the job's uid can read by
+// their mode bits (others' read bit, or the group's where the file is the
+// job's gid's) through folders it can search: what the uid mode cannot
+// hide (no mount namespace to cover them).
+func readableBy(paths []string, id jobIdentity) []string {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || reachable(filepath.Dir(p), id) != nil {
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		m := fi.Mode().Perm()
+		if int(st.Uid) == id.uid || m&0o004 != 0 || int(st.Gid) == id.gid && m&0o040 != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }

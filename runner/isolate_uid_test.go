@@ -37,6 +37,14 @@ func TestUIDMode(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte("canary-credentials-file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A credential file any user may read: the uid mode cannot hide it,
+	// and says so.
+	openFile := filepath.Join(secretDir, ".runner")
+	if err := os.WriteFile(openFile, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	SetHidden([]string{secretFile, openFile})
+	defer SetHidden(nil)
 	standin := exec.Command("sleep", "120")
 	standin.Env = []string{"RUNNER_TOKEN=canary-standin-token"}
 	if err := standin.Start(); err != nil {
@@ -81,6 +89,12 @@ echo done`
 	}
 	if who := uidInUse(uid); who != "" {
 		t.Errorf("a process of the job's uid outlived it: %s", who)
+	}
+	if len(res.Killed) < 2 {
+		t.Errorf("killed %q, want the two sleeps", res.Killed)
+	}
+	if w := strings.Join(res.IsolationWarnings, "\n"); !strings.Contains(w, "can read files that hold credentials") || !strings.Contains(w, openFile) || strings.Contains(w, secretFile) {
+		t.Errorf("warnings %q: want %s named as readable, and not %s", w, openFile, secretFile)
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("the artifacts folder was not given back to root: %v", err)

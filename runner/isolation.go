@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -80,6 +81,9 @@ func isolateJob(job Job, res *Result, token string) (*jobIsolation, error) {
 		ji.uid, ji.env = u, env
 		if len(hide) > 0 {
 			res.Isolation += "; files that hold credentials are not covered (no mount namespace), the job's uid reads what its mode bits let any user read: " + escape.Terminal(strings.Join(hide, ", "))
+		}
+		if r := readableBy(hide, jobIdentity{iso.uid, iso.gid}); len(r) > 0 {
+			res.IsolationWarnings = append(res.IsolationWarnings, fmt.Sprintf("the job (uid %d) can read files that hold credentials, which their mode lets any user read: %s: make them 0600", iso.uid, strings.Join(r, ", ")))
 		}
 	default:
 		if len(hide) > 0 {
