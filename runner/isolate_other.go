@@ -27,7 +27,7 @@ func (isolation) spec([]string) initSpec { return initSpec{} }
 
 type uidJob struct{}
 
-func (*uidJob) done() {}
+func (*uidJob) done() []string { return nil }
 
 func prepareUIDJob(jobIdentity, string) (*uidJob, []string, error) { return nil, nil, nil }
 

@@ -196,12 +196,19 @@ func prepareUIDJob(id jobIdentity, out string) (*uidJob, []string, error) {
 // in it stays the uid's: gpugate opens those files as it opens any file
 // the job wrote) and removes HOME and TMPDIR. Every process of the uid
 // has ended by then (the init's sweep).
-func (j *uidJob) done() {
+func (j *uidJob) done() []string {
 	if j == nil {
-		return
+		return nil
 	}
+	// The init swept the uid; gpugate sweeps it again, for an init that
+	// was killed (a timeout's SIGKILL to the job's process group) before
+	// its sweep: nothing of the uid may touch the folder any more.
+	if err := sweepUID(j.id.uid); err != nil {
+		fmt.Fprintf(os.Stderr, "gpugate: %v\n", err)
+	}
+	var removed []string
 	if j.out != "" {
-		os.Lchown(j.out, j.outUID, j.outGID)
+		removed = j.reclaim()
 	}
 	if j.private != "" {
 		// RemoveAll follows no symbolic link the job left there.
@@ -209,6 +216,45 @@ func (j *uidJob) done() {
 			fmt.Fprintf(os.Stderr, "gpugate: remove the job's HOME %s: %v\n", j.private, err)
 		}
 	}
+	return removed
+}
+
+// reclaim gives the artifacts folder and what the job wrote in it back to
+// the folder's owner, once every process of the uid has ended. The job
+// owned the folder: it could have left a symbolic link (or a FIFO, a
+// device, a hard link) under a name gpugate writes after it (analysis.json,
+// the job's report), and gpugate, root, would follow it. Every such entry
+// of the uid's is removed and named; plain files and folders become the
+// owner's again.
+func (j *uidJob) reclaim() []string {
+	var removed []string
+	filepath.WalkDir(j.out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		fi, err := os.Lstat(p) // WalkDir follows no link; neither does Lstat
+		if err != nil {
+			return nil
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != j.id.uid && int(st.Gid) != j.id.gid {
+			return nil
+		}
+		plain := fi.Mode().IsDir() || fi.Mode().IsRegular() && st.Nlink == 1
+		if !plain && p != j.out {
+			if os.Remove(p) == nil {
+				removed = append(removed, p)
+			}
+			return nil
+		}
+		os.Lchown(p, j.outUID, j.outGID)
+		if fi.Mode().IsRegular() && fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			os.Chmod(p, fi.Mode().Perm()) // no set-id bit survives the change of owner
+		}
+		return nil
+	})
+	os.Lchown(j.out, j.outUID, j.outGID)
+	return removed
 }
 
 // uidJobAttr is how the init starts the job as the uid: no supplementary
@@ -223,12 +269,20 @@ func uidJobAttr(uid, gid int) *syscall.SysProcAttr {
 // every process the caller may signal, its own excepted: without
 // CAP_KILL (gone with euid 0), those whose uid or saved uid is the uid.
 // The thread is never given back to Go's scheduler: it ends with its
-// goroutine. In-process, not a helper exec'd as the uid, which could not
+// goroutine; never the main thread, which Go does not end. In-process, not a helper exec'd as the uid, which could not
 // run where gpugate's executable is not the uid's to execute.
 func sweepUID(uid int) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread, which Go never ends and /proc/PID/status
+			// shows: gpugate would stay the uid's there. Another thread
+			// does it (this one, locked, runs nothing else meanwhile).
+			errc <- sweepUID(uid)
+			runtime.UnlockOSThread()
+			return
+		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), 0); e != 0 {
 			errc <- fmt.Errorf("sweep of uid %d: setresuid: %w", uid, e)
 			return

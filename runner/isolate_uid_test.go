@@ -65,6 +65,8 @@ echo trace > "$OUTDIR/trace.json" && echo wrote-out
 echo h > "$HOME/h" && echo wrote-home
 echo t > "$TMPDIR/t" && echo wrote-tmp
 echo "home=$HOME"
+ln -s /etc/hostname "$OUTDIR/analysis.json" && echo planted-link
+mkfifo "$OUTDIR/fifo"
 setsid sh -c 'env -i sh -c "sleep 301 & exec sleep 302" &' &
 sleep 0.3
 echo done`
@@ -98,6 +100,19 @@ echo done`
 	}
 	if fi, err := os.Stat(out); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("the artifacts folder was not given back to root: %v", err)
+	}
+	// What the job wrote is root's again; the link it planted under a
+	// name gpugate writes after the job, and its FIFO, are gone.
+	if fi, err := os.Lstat(filepath.Join(out, "trace.json")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the job's trace was not given back to root: %v", err)
+	}
+	for _, p := range []string{"analysis.json", "fifo"} {
+		if _, err := os.Lstat(filepath.Join(out, p)); err == nil {
+			t.Errorf("the job's %s is still in the artifacts folder", p)
+		}
+	}
+	if !strings.Contains(output, "removed 2 entries the job left in the artifacts folder") || !strings.Contains(l, "planted-link") {
+		t.Errorf("the removal is not said:\n%s", output)
 	}
 	for _, line := range strings.Split(l, "\n") {
 		if h, ok := strings.CutPrefix(line, "home="); ok {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -114,8 +115,11 @@ func (ji *jobIsolation) killCgroup() []string {
 }
 
 // done undoes what isolateJob set up: a cgroup never killed (the job did
-// not start), the uid mode's HOME and artifacts folder.
-func (ji *jobIsolation) done() {
+// not start), the uid mode's HOME and artifacts folder; it says on out
+// what it removed from the artifacts folder.
+func (ji *jobIsolation) done(out io.Writer, name string) {
 	ji.killCgroup()
-	ji.uid.done()
+	if removed := ji.uid.done(); len(removed) > 0 {
+		fmt.Fprintf(out, "[%s] gpugate: removed %d entries the job left in the artifacts folder that were not plain files (a link, a FIFO): %s\n", name, len(removed), escape.Terminal(strings.Join(removed, ", ")))
+	}
 }

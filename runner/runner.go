@@ -475,7 +475,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if err != nil {
 		return err
 	}
-	defer ji.done()
+	defer ji.done(job.Output, job.Name)
 	for _, w := range res.IsolationWarnings {
 		fmt.Fprintf(job.Output, "[%s] gpugate: WARNING: %s\n", job.Name, escape.Terminal(w))
 	}
