@@ -28,6 +28,9 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	dockertest.Stop()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 
