@@ -112,8 +112,9 @@ func (u jobIdentity) usable() error {
 	return nil
 }
 
-// uidInUse returns "pid (comm)" of a process that runs as uid (real,
-// effective, saved or filesystem), "" when there is none.
+// uidInUse returns "pid (comm)" of a live process (a zombie is not) that
+// runs as uid (real, effective, saved or filesystem), "" when there is
+// none.
 func uidInUse(uid int) string {
 	ents, _ := os.ReadDir("/proc")
 	want := strconv.Itoa(uid)
@@ -124,6 +125,9 @@ func uidInUse(uid int) string {
 		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
 		if err != nil {
 			continue
+		}
+		if strings.HasPrefix(statusField(string(b), "State"), "Z") {
+			continue // dead, waiting for its parent
 		}
 		for _, f := range strings.Fields(statusField(string(b), "Uid")) {
 			if f == want {

@@ -122,3 +122,56 @@ echo done`
 		}
 	}
 }
+
+// TestSweepUID: the sweep kills every process of the uid, wherever it is
+// (here started by the test, in sessions of their own, not below any
+// init: what an init killed before its sweep would leave), spares root's,
+// and leaves gpugate itself root (the sweep's thread is never the main
+// thread, which Go keeps: once gpugate stayed the uid's in
+// /proc/PID/status and refused its next job).
+func TestSweepUID(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the uid mode needs root")
+	}
+	const uid = 59992
+	for round := range 10 {
+		var ps []*exec.Cmd
+		for range 3 {
+			c := exec.Command("sh", "-c", "sleep 300 & exec sleep 301")
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, c)
+		}
+		root := exec.Command("sleep", "60")
+		if err := root.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := sweepUID(uid); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ps {
+			go c.Wait() // reaps the killed shells, which are the test's children
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for uidInUse(uid) != "" && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond) // the orphaned sleeps, reaped by init
+		}
+		if who := uidInUse(uid); who != "" {
+			t.Errorf("round %d: %s of uid %d outlived the sweep", round, who, uid)
+			exec.Command("pkill", "-KILL", "-U", strconv.Itoa(uid)).Run() // this test's own uid, not a name
+			return
+		}
+		if !alive(root.Process.Pid) {
+			t.Errorf("round %d: root's process was killed", round)
+		}
+		root.Process.Kill()
+		root.Wait()
+		b, _ := os.ReadFile("/proc/self/status")
+		if f := strings.Fields(statusField(string(b), "Uid")); len(f) != 4 || f[0] != "0" || f[1] != "0" {
+			t.Fatalf("round %d: gpugate's main thread is no longer root's: Uid %v", round, f)
+		}
+	}
+}
