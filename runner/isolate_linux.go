@@ -81,7 +81,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -169,6 +168,15 @@ type initSpec struct {
 	Keep []string `json:"keep,omitempty"`
 	// RO are folders bind-mounted read-only (gpugate's install folder).
 	RO []string `json:"ro,omitempty"`
+	// UID and GID: the job runs as this uid and gid (the uid mode,
+	// isolate_uid_linux.go), and every process of the uid is killed after.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+	// InUID and InGID: gpugate's uid and gid inside its user namespace
+	// when gpugate is root (never 0 there, where execve would give the
+	// job every capability of the namespace); its own ids otherwise.
+	InUID int `json:"in_uid,omitempty"`
+	InGID int `json:"in_gid,omitempty"`
 }
 
 // jobEnvFD is the init's fd on which the job's environment comes
@@ -232,49 +240,8 @@ func readJobEnv() ([]string, error) {
 	return env, nil
 }
 
-// isolation is how the job is started: in namespaces or not, and why.
-type isolation struct {
-	ns, user bool
-	what     string // for the log and the report
-}
-
-var (
-	probeOnce sync.Once
-	probed    isolation
-)
-
-// chooseIsolation probes once whether the namespaces can be made here (a
-// spawner and an init that sets them up and exits).
-func chooseIsolation() isolation {
-	if os.Getenv(isolationEnv) == "none" {
-		return isolation{what: "none (" + isolationEnv + "=none): the job can see every process of its user"}
-	}
-	probeOnce.Do(func() { probed = probeIsolation() })
-	return probed
-}
-
-func probeIsolation() isolation {
-	i := isolation{ns: true, user: os.Getuid() != 0}
-	// The probe covers a file that exists, the binary's path (a cover of
-	// the magic link /proc/self/exe itself fails).
-	self, _ := os.Readlink(selfExe)
-	// Tmp: the private /tmp every job gets is probed too.
-	spec, _ := json.Marshal(initSpec{NS: true, User: i.user, Probe: true, Hide: []string{self}, Tmp: true})
-	cmd := exec.Command(selfExe)
-	cmd.Args = []string{spawnArg0, string(spec)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = []string{}
-	out, err := runBounded(cmd, 10*time.Second)
-	if err != nil {
-		why := strings.TrimSpace(fmt.Sprintf("%v %s", err, out))
-		return isolation{what: "none (no namespace could be made: " + escape.Terminal(why) + "): the job can see every process of its user"}
-	}
-	i.what = "PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes; gpugate runs as root, and so does the job: it could undo the covers, docs/security.md)"
-	if i.user {
-		i.what = "user, PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes)"
-	}
-	return i
-}
+// The isolation's choice (chooseIsolation, the modes) is
+// isolation_choice_linux.go; the uid mode's set-up isolate_uid_linux.go.
 
 // runBounded runs cmd with a deadline and returns its combined output.
 func runBounded(cmd *exec.Cmd, limit time.Duration) (string, error) {
@@ -305,14 +272,17 @@ func initArgs(spec initSpec, path string, argv []string) []string {
 // first) in namespaces like a job's, for a program that runs the pull
 // request's code outside a job (the fingerprint's probe of the job's
 // Python, which imports what lies beside it): the spawner, with an init
-// that exits as the program does. ok is false where no namespace can be
-// made.
+// that exits as the program does (in the uid mode, an init that runs it
+// as the job's uid). ok is false where the job would run without
+// isolation.
 func isolatedArgv(path string, argv []string) (self string, args []string, ok bool) {
 	iso := chooseIsolation()
-	if !iso.ns {
+	if iso.mode == modeNone {
 		return "", nil, false
 	}
-	return selfExe, initArgs(initSpec{NS: true, User: iso.user, Hide: hiddenFiles(nil), Tool: true}, path, argv), true
+	spec := iso.spec(hiddenFiles(nil))
+	spec.Tool = true
+	return selfExe, initArgs(spec, path, argv), true
 }
 
 // catchStops catches the stop signals gpugate sends to the process group:
@@ -360,9 +330,13 @@ func spawn(args []string) int {
 		// the covers). CAP_SYS_ADMIN, for the init's mounts only, comes as
 		// an ambient capability, which survives the init's execve.
 		uid, gid := os.Getuid(), os.Getgid()
+		in, ing := uid, gid
+		if spec.InUID != 0 {
+			in, ing = spec.InUID, spec.InGID
+		}
 		a.Cloneflags |= syscall.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: in, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: ing, HostID: gid, Size: 1}}
 		a.GidMappingsEnableSetgroups = false
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 		if spec.Net {
@@ -643,7 +617,17 @@ func jobInit(args []string, ready bool) int {
 	ns := spec.NS
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	catchStops()
-	p, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+	attr := &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}}
+	if spec.UID != 0 {
+		// The uid mode: no_new_privs (per thread, so set on the thread
+		// that forks), and the job's own uid and gid.
+		runtime.LockOSThread()
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fail(fmt.Errorf("no_new_privs: %w", err))
+		}
+		attr.Sys = uidJobAttr(spec.UID, spec.GID)
+	}
+	p, err := os.StartProcess(args[0], args[1:], attr)
 	if err != nil {
 		rep.Err = fmt.Sprintf("could not start %q: %v", args[1], err)
 		return emit()
@@ -679,6 +663,13 @@ func jobInit(args []string, ready bool) int {
 		}
 	}
 	rep.SweepMS = time.Since(swept).Milliseconds()
+	if spec.UID != 0 && !spec.Tool {
+		// What of the uid was not below the init (nothing, unless it
+		// escaped the subreaper) ends too.
+		if err := sweepUID(spec.UID); err != nil {
+			rep.Err = err.Error()
+		}
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) == nil {
 		rep.MaxRSS = int64(ru.Maxrss) * 1024 // KiB on Linux

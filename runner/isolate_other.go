@@ -14,11 +14,6 @@ const haveInit = false
 
 const isolationEnv = "GPUGATE_ISOLATION"
 
-type isolation struct {
-	ns, user bool
-	what     string
-}
-
 type initSpec struct {
 	NS, User, Env, Net, Tmp bool
 	Hide, Sockets, Keep, RO []string
@@ -32,7 +27,20 @@ func ownEnv() []string { return nil }
 
 func jobEnvFile([]string) (*os.File, error) { return nil, nil }
 
-func chooseIsolation() isolation { return isolation{what: "none (not Linux)"} }
+
+func chooseIsolation() isolation {
+	return isolation{what: "none (not Linux)", warn: "no isolation for the job: gpugate isolates jobs on Linux only"}
+}
+
+func (isolation) spec([]string) initSpec { return initSpec{} }
+
+type uidJob struct{}
+
+func (*uidJob) done() []string { return nil }
+
+func prepareUIDJob(jobIdentity, string) (*uidJob, []string, error) { return nil, nil, nil }
+
+type jobIdentity struct{ uid, gid int }
 
 func initArgs(initSpec, string, []string) []string { return nil }
 
@@ -62,3 +70,5 @@ func (*jobCgroup) attach(*syscall.SysProcAttr) {}
 func newJobCgroup(string) (*jobCgroup, error) { return nil, nil }
 
 func notDumpable() error { return nil }
+
+func readableBy([]string, jobIdentity) []string { return nil }

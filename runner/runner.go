@@ -489,54 +489,21 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	token := escape.Token(16)
 	var envFile *os.File
-	iso := chooseIsolation()
-	hide := hiddenFiles(job.Hide)
-	res.Isolation = iso.what
-	spec := initSpec{NS: iso.ns, User: iso.user, Hide: hide, Env: haveInit}
-	reach, unreached, err := jobReach(job, filepath.Dir(res.Log), iso, &spec)
+	ji, err := isolateJob(job, res, token)
 	if err != nil {
-		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+		return err
 	}
-	var cg *jobCgroup
-	if iso.ns {
-		if len(hide) > 0 {
-			res.Isolation += "; covered with an empty file: " + escape.Terminal(strings.Join(hide, ", "))
-		}
-		res.Isolation += reach
-	} else {
-		res.Isolation += reach
-		if unreached != "" {
-			res.IsolationWarnings = append(res.IsolationWarnings, unreached)
-		}
-		if len(hide) > 0 {
-			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+"): the files that hold credentials could not be covered, and the job could read them: "+strings.Join(hide, ", "))
-		} else {
-			res.IsolationWarnings = append(res.IsolationWarnings, "no namespace for the job ("+iso.what+")")
-		}
-		if haveInit {
-			var err error
-			if cg, err = newJobCgroup(token); err != nil {
-				res.IsolationWarnings = append(res.IsolationWarnings, "no cgroup of the job's own ("+err.Error()+"): a process the job leaves running outside its process group and session may outlive it")
-			} else {
-				res.Isolation += "; a cgroup of its own, killed after it (" + escape.Terminal(cg.where()) + ")"
-				defer func() {
-					if cg != nil { // not killed and removed yet: the job did not start
-						cg.kill()
-					}
-				}()
-			}
-		}
-	}
+	defer ji.done(job.Output, job.Name)
 	for _, w := range res.IsolationWarnings {
 		fmt.Fprintf(job.Output, "[%s] gpugate: WARNING: %s\n", job.Name, escape.Terminal(w))
 	}
-	cmd, err := jobCommand(args, spec)
+	cmd, err := jobCommand(args, ji.spec)
 	if err != nil {
 		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
 	}
 	cmd.Dir = job.Dir
-	env = append(env, tokenVar+"="+token)
-	if spec.Env {
+	env = append(append(env, ji.env...), tokenVar+"="+token)
+	if ji.spec.Env {
 		// gpugate's own processes (the spawner, the init) get ownEnv; the
 		// job's environment travels on the init's fd 4 (initSpec.Env).
 		ef, err := jobEnvFile(env)
@@ -550,8 +517,8 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		cmd.Env = env
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if cg != nil {
-		cg.attach(cmd.SysProcAttr)
+	if ji.cg != nil {
+		ji.cg.attach(cmd.SysProcAttr)
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -717,10 +684,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		res.Ended += len(k)
 		res.Killed = append(res.Killed, k...)
 	}
-	if cg != nil {
-		more(cg.kill())
-		cg = nil
-	}
+	more(ji.killCgroup())
 	// The init's sweep came first; this one finds what escaped an init
 	// that was killed (and, elsewhere than Linux, everything).
 	more(killLeftovers(cmd.Process.Pid, token, before))

@@ -16,6 +16,11 @@ bash scripts/setup-slurm.sh
 export CI=${CI:-true}
 # PyTorch 2.6 (Debian 13, in a chroot) next to Debian 12's 1.13.
 bash scripts/setup-torch2.sh
+# Debian's docker.io and busybox-static: the container tests (examples/containers)
+# start a throwaway dockerd of their own (internal/dockertest) and run gpugate in
+# containers of a local busybox image; AppArmor 4's parser goes into the Debian 13
+# chroot above, to check examples/apparmor/gpugate.
+bash scripts/setup-docker.sh
 export GPUGATE_NSYS=${GPUGATE_NSYS:-/opt/gpugate/nsight-systems/usr/lib/nsight-systems/bin/nsys}
 # Nsight Compute 2022.3 (ncu reads .ncu-rep reports; tests that need it run when GPUGATE_NCU is set).
 bash scripts/setup-ncu.sh && export GPUGATE_NCU=${GPUGATE_NCU:-/opt/gpugate/nsight-compute/usr/lib/nsight-compute/ncu}

@@ -1,0 +1,138 @@
+//go:build linux
+
+package runner
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFindCauses: each cause is found from what /proc says about the
+// process, as a default container, Ubuntu 24.04 and a plain host show it.
+func TestFindCauses(t *testing.T) {
+	container := map[string]string{
+		"/proc/self/status": "Name:\tgpugate\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\nSeccomp:\t2\n",
+		"/proc/self/mounts": "proc /proc proc rw 0 0\nproc /proc/bus proc ro 0 0\ntmpfs /proc/kcore tmpfs rw 0 0\nbinfmt_misc /proc/sys/fs/binfmt_misc binfmt_misc rw 0 0\n",
+	}
+	rootContainer := map[string]string{
+		"/proc/self/status": "Uid:\t0\t0\t0\t0\nCapEff:\t00000000a80425fb\nSeccomp:\t2\n",
+	}
+	ubuntu := map[string]string{
+		"/proc/self/status": "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\nSeccomp:\t0\n",
+		"/proc/sys/kernel/apparmor_restrict_unprivileged_userns": "1\n",
+		"/proc/self/attr/apparmor/current":                       "unconfined\n",
+	}
+	host := map[string]string{
+		"/proc/self/status": "Uid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\nSeccomp:\t0\n",
+		"/proc/self/mounts": "proc /proc proc rw 0 0\nbinfmt_misc /proc/sys/fs/binfmt_misc binfmt_misc rw 0 0\n",
+	}
+	for _, c := range []struct {
+		name, probe string
+		files       map[string]string
+		want        []string
+	}{
+		{"user in a default container", "fork/exec /usr/local/bin/gpugate: operation not permitted", container, []string{"seccomp", "masked /proc"}},
+		{"seccomp allowed, /proc masked", "exit status 1 mount /proc: operation not permitted", container, []string{"masked /proc"}},
+		{"root in a default container", "fork/exec: operation not permitted", rootContainer, []string{"seccomp", "no CAP_SYS_ADMIN"}},
+		{"Ubuntu 24.04", "exit status 1 mount /proc: operation not permitted", ubuntu, []string{"AppArmor"}},
+		{"a plain host", "something else", host, nil},
+	} {
+		got := findCauses(c.probe, func(p string) string { return c.files[p] })
+		var names []string
+		for _, g := range got {
+			names = append(names, g.name)
+		}
+		if strings.Join(names, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: causes %q, want %q", c.name, names, c.want)
+		}
+		for _, g := range got {
+			if g.name == "masked /proc" && (!strings.Contains(g.text, "/proc/kcore") || strings.Contains(g.text, "binfmt_misc") || !strings.Contains(g.text, "systempaths=unconfined")) {
+				t.Errorf("%s: %q", c.name, g.text)
+			}
+		}
+	}
+}
+
+// TestRootWithoutSysAdmin: root without CAP_SYS_ADMIN in its effective
+// set (a container's root; here setpriv drops it from the bounding set)
+// takes the user-namespace path, as an ordinary user does, and gets it
+// where the kernel allows user namespaces. Before issue 38 it tried only
+// the root path (clone of PID and mount namespaces, which needs
+// CAP_SYS_ADMIN) and ran with none.
+func TestRootWithoutSysAdmin(t *testing.T) {
+	if os.Getenv("GPUGATE_TEST_NO_SYS_ADMIN") == "1" {
+		if hasCap(0x15) { // CAP_SYS_ADMIN
+			t.Fatal("CAP_SYS_ADMIN still effective")
+		}
+		i := chooseIsolation()
+		t.Logf("isolation: %s", i.what)
+		if i.mode != modeNamespaces || !i.user || i.uid == 0 {
+			t.Fatalf("root without CAP_SYS_ADMIN: mode %v user %v uid %d (%s), want a user namespace with the job not root", i.mode, i.user, i.uid, i.what)
+		}
+		res, _, log, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", "id -u; grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(log), "59999\n") || !strings.Contains(string(log), "CapEff:\t0000000000000000") {
+			t.Errorf("the job is not uid 59999 without capabilities in its namespace:\n%s", log)
+		}
+		t.Logf("%s\n%s", res.Isolation, log)
+		return
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux)")
+	}
+	if ns := chooseIsolation(); !ns.ns {
+		t.Skipf("no namespace here even for root: %s", ns.what)
+	}
+	self, _ := os.Executable()
+	cmd := exec.Command("setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", self, "-test.run", "^TestRootWithoutSysAdmin$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GPUGATE_TEST_NO_SYS_ADMIN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	t.Logf("without CAP_SYS_ADMIN:\n%s", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUIDInUse: a job is refused while a process of the job's uid runs:
+// the sweep after it would kill that process too.
+func TestUIDInUse(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the uid mode needs root")
+	}
+	t.Setenv(isolationEnv, "uid")
+	const uid = 59991
+	SetJobUser(uid, uid)
+	defer SetJobUser(DefaultJobUID, DefaultJobUID)
+	other := exec.Command("sleep", "60")
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	_, _, _, err := runJob(t, Job{Args: []string{"/bin/echo", "ran"}})
+	if err == nil || !strings.Contains(err.Error(), "uid 59991 is in use by process") {
+		t.Fatalf("err %v, want the job refused", err)
+	}
+	if !alive(other.Process.Pid) {
+		t.Errorf("the other process of the uid was killed")
+	}
+}
