@@ -81,7 +81,7 @@ func ReadResult(path string) (Result, error) {
 		return r, fmt.Errorf("read result %w", trace.WithPath(err, path))
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("read result %s: not a gpugate result: %s", path, jsonWhy(err))
+		return r, fmt.Errorf("read result %s: not a gpugate result: %s", path, safefile.JSONWhy(err))
 	}
 	if r.Version != ResultVersion || r.Report == nil {
 		return r, fmt.Errorf("read result %s: version %d with report %v, want version %d with a report (made by another gpugate release?)", path, r.Version, r.Report != nil, ResultVersion)
@@ -112,18 +112,4 @@ func ReadPRInfo(path string) (*PRInfo, error) {
 		return nil, fmt.Errorf("read pr-info %s: not {\"pr\": N, \"head_sha\": SHA, \"head_repo\": OWNER/NAME}", path)
 	}
 	return &p, nil
-}
-
-// jsonWhy says why JSON did not decode without quoting it: where, or which
-// field had the wrong type.
-func jsonWhy(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
-	case errors.As(err, &te):
-		return fmt.Sprintf("%s is a JSON %s, want %s", te.Field, te.Value, te.Type)
-	}
-	return "not valid JSON"
 }

@@ -27,7 +27,6 @@ func ownEnv() []string { return nil }
 
 func jobEnvFile([]string) (*os.File, error) { return nil, nil }
 
-
 func chooseIsolation() isolation {
 	return isolation{what: "none (not Linux)", warn: "no isolation for the job: gpugate isolates jobs on Linux only"}
 }

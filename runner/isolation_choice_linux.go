@@ -130,6 +130,9 @@ func probeNamespaces() (isolation, error) {
 	cmd.Args = []string{spawnArg0, string(spec)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = []string{}
+	// In /, which the private /tmp leaves: gpugate's own folder may lie
+	// below /tmp, and the probe keeps no folder there (a job keeps its own).
+	cmd.Dir = "/"
 	out, err := runBounded(cmd, 10*time.Second)
 	if err != nil {
 		why := strings.TrimSpace(fmt.Sprintf("%v %s", err, out))

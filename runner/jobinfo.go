@@ -62,7 +62,7 @@ func readProcesses(dir *safefile.Dir) ([]Process, error) {
 		}
 		var p Process
 		if err := json.Unmarshal(b, &p); err != nil {
-			return nil, fmt.Errorf("read %s: %s", f, jsonMsg(err))
+			return nil, fmt.Errorf("read %s: %s", f, safefile.JSONWhy(err))
 		}
 		ps = append(ps, p)
 	}

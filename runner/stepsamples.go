@@ -82,7 +82,7 @@ func ParseStepSamples(r io.Reader, name string) (*StepSamples, error) {
 					res.Warnings = append(res.Warnings, fmt.Sprintf("%s: line %d cut short (the job ended while it was written): dropped", name, n))
 					break
 				}
-				return nil, &trace.SyntaxError{File: name, Pos: fmt.Sprintf("line %d", n), Msg: "not a step sample: " + jsonMsg(derr)}
+				return nil, &trace.SyntaxError{File: name, Pos: fmt.Sprintf("line %d", n), Msg: "not a step sample: " + safefile.JSONWhy(derr)}
 			}
 			s, msg := raw.sample()
 			if msg != "" {
@@ -151,19 +151,6 @@ func (r *rawSample) sample() (StepSample, string) {
 }
 
 func negative(p *int64) bool { return p != nil && *p < 0 }
-
-// jsonMsg shortens a JSON decoding error to its cause.
-func jsonMsg(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
-	case errors.As(err, &te):
-		return fmt.Sprintf("%s is %s, want %s", te.Field, te.Value, te.Type)
-	}
-	return err.Error()
-}
 
 // MaxStepSamplesFile is the limit of a step samples file: a file the job
 // made larger is refused, not read.

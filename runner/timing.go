@@ -58,7 +58,7 @@ func readTimings(dir *safefile.Dir) ([]RankTiming, error) {
 		}
 		var t RankTiming
 		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, fmt.Errorf("read %s: %s", filepath.Base(f), jsonMsg(err))
+			return nil, fmt.Errorf("read %s: %s", filepath.Base(f), safefile.JSONWhy(err))
 		}
 		if err := t.check(); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)

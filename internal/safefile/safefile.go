@@ -20,6 +20,7 @@
 package safefile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -317,4 +318,22 @@ func CopyTo(f *os.File, dst string) (int64, error) {
 		err = cerr
 	}
 	return n, err
+}
+
+// JSONWhy says why a file the job wrote did not decode as JSON without
+// quoting any of it: where, or which field had the wrong type. (The
+// decoder's own messages quote the file: an unknown field's name, a
+// literal.)
+func JSONWhy(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s is a JSON %s, want %s", te.Field, te.Value, te.Type)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the JSON ends early"
+	}
+	return "not valid JSON"
 }
