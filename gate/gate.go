@@ -363,12 +363,11 @@ func Compare(base, cand []Run, opt Options) *Report {
 	busy := opt.Disturbed.any()
 	tim := opt.Timing
 	useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0
-	if bc, cc := clocks(tim.baseRuns()), clocks(tim.candRuns()); useTiming && bc != cc {
+	if why := clocksDiffer(tim); useTiming && why != "" {
 		// A step is what its clock says it is: the GPU's events, the
 		// host's clock around the optimizer step, the job's own log.
 		useTiming = false
-		tim = &TimingRuns{Base: tim.Base, Cand: tim.Cand, Margins: tim.Margins,
-			Why: fmt.Sprintf("the baseline's timing runs were timed by %s, the candidate's by %s: different clocks", bc, cc)}
+		tim = &TimingRuns{Base: tim.Base, Cand: tim.Cand, Margins: tim.Margins, Why: why}
 	}
 	leftOut := "step_time and the other times"
 	if useTiming {
