@@ -82,6 +82,11 @@ func TestCompareDisturbed(t *testing.T) {
 	if st.Baseline.Runs != 2 || st.Candidate.Runs != 3 || !containsPrefix(st.Notes, "1 baseline and 0 candidate run(s) left out: the host was busy") {
 		t.Errorf("disturbed baseline run: step_time over %d+%d runs, notes %q; want 2+3 and a note", st.Baseline.Runs, st.Candidate.Runs, st.Notes)
 	}
+	// gpu_util is a ratio of times: the busy host's run, whose steps
+	// are 3× as long with the same GPU work, is left out of it too.
+	if u := rep.metric("gpu_util"); u.Baseline.Runs != 2 || !containsPrefix(u.Notes, "1 baseline and 0 candidate run(s) left out: the host was busy") {
+		t.Errorf("disturbed baseline run: gpu_util over %d baseline runs, notes %q; want 2 and the note", u.Baseline.Runs, u.Notes)
+	}
 	if k := rep.metric("kernels"); k.Baseline.Runs != 3 {
 		t.Errorf("kernels over %d baseline runs, want all 3 (a count keeps a disturbed run)", k.Baseline.Runs)
 	}
@@ -140,5 +145,47 @@ func TestRejudgeDisturbed(t *testing.T) {
 	rep = rejudge(slowBase, syntheticRuns(t, 3, 20, 100, 0, 5), Disturbed{Base: []string{"", "", busy}})
 	if st := rep.metric("step_time"); st.Baseline.Runs != 2 || st.Verdict == stats.Improvement || !containsPrefix(st.Notes, "1 baseline and 0 candidate run(s) left out") {
 		t.Errorf("rejudged with a disturbed baseline run: step_time over %d baseline runs, %s, notes %q; want 2, no improvement, the note", st.Baseline.Runs, st.Verdict, st.Notes)
+	}
+}
+
+// ReapplyHost leaves a step_time judged on quiet timing runs alone, though
+// every profiled candidate run was disturbed: the timing runs, not the
+// profiled ones, are what step_time was judged on (issue 37's mutant
+// "ReapplyHost voiding a timed step_time").
+func TestReapplyHostTimed(t *testing.T) {
+	busy := "the host was busy: other processes used 1.8 of 2 CPUs during the run"
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	bt := timed([]float64{80, 81}, []float64{82, 80}, []float64{79, 80})
+	ct := timed([]float64{120, 121}, []float64{119, 120})
+	for i := range ct {
+		ct[i].Conditions = hostCond(0.01, 0.02)
+	}
+	cand := syntheticRuns(t, 2, 20, 100, 0, 5)
+	d := Disturbed{Cand: []string{busy, busy}}
+	rep := Compare(base, cand, Options{Disturbed: d, Timing: &TimingRuns{Base: bt, Cand: ct, Margins: DefaultHostMargins}})
+	if st := rep.metric("step_time"); st.Verdict != stats.Regression {
+		t.Fatalf("timed step_time %s (%s), want regression (the test's premise)", st.Verdict, st.Reason)
+	}
+	if cw := rep.metric("cpu_wait"); cw.Verdict != stats.Inconclusive || !strings.Contains(cw.Reason, "no time verdict") {
+		t.Fatalf("cpu_wait %s %q, want no time verdict (the test's premise)", cw.Verdict, cw.Reason)
+	}
+	m, _ := analysis.MetricByName("step_time")
+	bs, cs := rep.JudgedSamples(m, base, cand, bt, ct)
+	for i := range rep.Metrics {
+		if rep.Metrics[i].Name != "step_time" {
+			continue
+		}
+		re, err := Rejudge(rep.Metrics[i], bs, cs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Metrics[i] = re
+	}
+	rep.ReapplyHost()
+	if st := rep.metric("step_time"); st.Verdict != stats.Regression {
+		t.Errorf("rejudged: timed step_time %s (%s), want regression: its timing runs were quiet", st.Verdict, st.Reason)
+	}
+	if cw := rep.metric("cpu_wait"); cw.Verdict != stats.Inconclusive {
+		t.Errorf("rejudged: cpu_wait %s, want no time verdict (every profiled candidate run disturbed)", cw.Verdict)
 	}
 }

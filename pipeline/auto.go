@@ -47,8 +47,12 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 			stopped = fmt.Sprintf("decided after %d run(s): %s", n, rep.Verdict)
 			break
 		}
-		if base := needsBaseRuns(rep); base != "" {
-			// More candidate runs cannot settle it: do not spend them.
+		if base := cannotSettle(rep); base != "" {
+			// Even max_runs candidate runs cannot settle it, whatever the
+			// change within the interval: do not spend them. A metric that
+			// needs baseline runs at the estimate so far, but might
+			// settle at max_runs, samples on (issue 37: the estimate alone
+			// stopped too soon and cost most of the power).
 			stopped = fmt.Sprintf("more candidate runs cannot settle it after %d run(s): %s needs more baseline runs (gpugate baseline refresh)", n, base)
 			break
 		}
@@ -135,6 +139,19 @@ func needsBaseRuns(rep *gate.Report) string {
 	var names []string
 	for _, m := range rep.Metrics {
 		if m.Gate && m.Verdict == stats.Inconclusive && m.NeedBaseRuns > 0 {
+			names = append(names, m.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// cannotSettle names the inconclusive gate metrics that need more
+// baseline runs and that candidate runs up to max_runs could not settle
+// either (stats.Result.CannotSettle); "" when none.
+func cannotSettle(rep *gate.Report) string {
+	var names []string
+	for _, m := range rep.Metrics {
+		if m.Gate && m.Verdict == stats.Inconclusive && m.NeedBaseRuns > 0 && m.CannotSettle {
 			names = append(names, m.Name)
 		}
 	}
