@@ -154,8 +154,16 @@ func TestAutoTimingFallsBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	c, w := simConfig(t, "    repeat: auto\n    max_runs: 4\n    budget: 1h\n")
 	p := &Plan{o: Options{Config: c, Workload: w, Log: io.Discard, Stdout: io.Discard}, name: w.Name, Profiler: "torch"}
-	timed := 0
-	p.job = func(context.Context, string) (*Once, error) { return &Once{Run: simRun(rng, 100, 0.05)}, nil }
+	timed, profiled := 0, 0
+	// Candidate runs that leave step time undecided for several looks
+	// (TestAutoAdvice's), so that sampling goes on after the fallback
+	// (issue 37's mutant "timingOn ignoring TimingWhy" survived a first
+	// look that decided).
+	candMs := []float64{121, 111, 126}
+	p.job = func(context.Context, string) (*Once, error) {
+		profiled++
+		return &Once{Run: fixedRun(candMs[(profiled-1)%len(candMs)])}, nil
+	}
 	p.timingJob = func(context.Context, string) (*Once, error) {
 		timed++
 		return &Once{TimingWhy: "the timing run timed no step"}, nil
@@ -164,16 +172,16 @@ func TestAutoTimingFallsBack(t *testing.T) {
 	once, _ := p.RunOnce(context.Background(), "out/run1")
 	ex.add(once, time.Millisecond)
 	p.timeOnce(context.Background(), ex, 1)
-	var b []gate.Run
-	for range 5 {
-		b = append(b, simRun(rng, 100, 0.05))
-	}
+	b := fixedRuns(100, 110, 92, 104, 96)
 	rep, err := p.sampleRuns(context.Background(), ex, &Selection{Runs: b, Timing: []gate.TimingRun{simTiming(rng, 90, 0.05)}, Newest: time.Now()}, func() error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if timed != 1 {
-		t.Errorf("%d timing runs, want 1: none after the first timed nothing", timed)
+	if profiled < 2 {
+		t.Fatalf("%d profiled run(s), %s: the test needs sampling to go on after the fallback", profiled, rep.Sampling.Stopped)
+	}
+	if timed != 1 || rep.Sampling.Runs != profiled || rep.Sampling.Profiled != 0 {
+		t.Errorf("%d timing runs and %d profiled, sampling %+v; want 1 timing run (none after the first timed nothing), every run profiled and counted", timed, profiled, rep.Sampling)
 	}
 	if rep.Timing == nil || len(rep.Timing.Metrics) != 0 || !strings.Contains(rep.Timing.Note, "the timing run timed no step") {
 		t.Errorf("report's timing %+v: want step time from the profiled runs, and why", rep.Timing)
