@@ -207,6 +207,17 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 	r.Reason = fmt.Sprintf("no time verdict: %s; rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", strings.Join(sides, ", and "))
 }
 
+// disturbedSides says which sides had no quiet run.
+func disturbedSides(quietBase, quietCand int) string {
+	switch {
+	case quietBase == 0 && quietCand == 0:
+		return "every run of both sides was disturbed"
+	case quietBase == 0:
+		return "every baseline run was disturbed"
+	}
+	return "every candidate run was disturbed"
+}
+
 // JudgedRuns are the runs of each side that a metric was judged on:
 // for a time metric of a report with disturbed runs, the quiet ones
 // (every run when a side has none left: the metric then has no verdict);

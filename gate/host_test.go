@@ -68,6 +68,11 @@ func TestCompareDisturbed(t *testing.T) {
 	if rep.HostBusy == nil || !containsPrefix(rep.Warnings, "candidate run 1: "+busy+": left out of the time metrics") {
 		t.Errorf("warnings %q, host busy %+v: want the disturbed run named", rep.Warnings, rep.HostBusy)
 	}
+	// With no quiet candidate run the decomposition and the rest are the
+	// disturbed runs', and the report says so.
+	if !containsPrefix(rep.Warnings, "where the step time went, the ranks line, the headline and throughput come from disturbed runs (every candidate run was disturbed)") {
+		t.Errorf("warnings %q: want the time views said to come from disturbed runs", rep.Warnings)
+	}
 	// No change and no new sync on a busy host: never a regression.
 	rep = Compare(base, []Run{synthetic(t, 20, 160, 0, 5)}, Options{Disturbed: Disturbed{Cand: []string{busy}}})
 	if rep.Verdict != stats.Inconclusive {
@@ -86,6 +91,11 @@ func TestCompareDisturbed(t *testing.T) {
 	// are 3× as long with the same GPU work, is left out of it too.
 	if u := rep.metric("gpu_util"); u.Baseline.Runs != 2 || !containsPrefix(u.Notes, "1 baseline and 0 candidate run(s) left out: the host was busy") {
 		t.Errorf("disturbed baseline run: gpu_util over %d baseline runs, notes %q; want 2 and the note", u.Baseline.Runs, u.Notes)
+	}
+	// Where the step time went is the quiet runs' too: the baseline's
+	// mean step is ~100 ms, not the 167 ms the busy run would make it.
+	if d := rep.Decomposition; d.Baseline < 95 || d.Baseline > 105 || d.Candidate < 95 || d.Candidate > 105 {
+		t.Errorf("disturbed baseline run: decomposition %.1f → %.1f ms, want the quiet runs' ~100 → ~100", d.Baseline, d.Candidate)
 	}
 	if k := rep.metric("kernels"); k.Baseline.Runs != 3 {
 		t.Errorf("kernels over %d baseline runs, want all 3 (a count keeps a disturbed run)", k.Baseline.Runs)
