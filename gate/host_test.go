@@ -199,3 +199,42 @@ func TestReapplyHostTimed(t *testing.T) {
 		t.Errorf("rejudged: cpu_wait %s, want no time verdict (every profiled candidate run disturbed)", cw.Verdict)
 	}
 }
+
+// The advice of a "no time verdict" survives: the list of disturbed runs
+// is bounded (maxBusyList), the runs past it counted by number, so that
+// the reason stays within the comment's bound on free text (600
+// characters, report.maxText) with its advice whole (issue 37: "…run 5:
+// the host was busy: other p…" and no advice).
+func TestHostBusyReasonKeepsAdvice(t *testing.T) {
+	long := "the host was busy: other processes used 1.9 of 2 CPUs, CPU pressure 97%, steal time 31%, its cgroup was CPU-throttled in 88% of periods during the run"
+	five := []string{long, long, long, long, long}
+	advice := "; rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)"
+	for _, tc := range []struct {
+		name    string
+		d       Disturbed
+		parts   []string
+		noParts []string
+	}{
+		{"every candidate run", Disturbed{Cand: five},
+			[]string{"no time verdict: every candidate run was disturbed (run 1: " + long + "; and 4 more, run(s) 2, 3, 4, 5, named in the warnings)" + advice}, nil},
+		{"every run of both sides", Disturbed{Base: five, Cand: five},
+			[]string{"every candidate run was disturbed (run 1: the host was busy", "…; and 4 more, run(s) 2, 3, 4, 5, named in the warnings), and every baseline run was disturbed (run 1: ", advice},
+			[]string{"run 2: "}},
+	} {
+		rep := Compare(syntheticRuns(t, 5, 20, 100, 0, 5), syntheticRuns(t, 5, 20, 160, 0, 5), Options{Disturbed: tc.d})
+		st := rep.metric("step_time")
+		ok := len([]rune(st.Reason)) <= 600 && strings.HasSuffix(st.Reason, advice)
+		for _, p := range tc.parts {
+			ok = ok && strings.Contains(st.Reason, p)
+		}
+		for _, p := range tc.noParts {
+			ok = ok && !strings.Contains(st.Reason, p)
+		}
+		if !ok {
+			t.Errorf("%s: reason (%d characters): %q; want the list bounded, the advice whole, within 600", tc.name, len([]rune(st.Reason)), st.Reason)
+		}
+		if !containsPrefix(rep.Warnings, "candidate run 5: "+long) {
+			t.Errorf("%s: warnings %q: want every disturbed run named in full", tc.name, rep.Warnings)
+		}
+	}
+}

@@ -53,7 +53,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 			// needs baseline runs at the estimate so far, but might
 			// settle at max_runs, samples on (issue 37: the estimate alone
 			// stopped too soon and cost most of the power).
-			stopped = fmt.Sprintf("more candidate runs cannot settle it after %d run(s): %s needs more baseline runs (gpugate baseline refresh)", n, base)
+			stopped = fmt.Sprintf("more candidate runs cannot settle it after %d run(s): %s", n, base)
 			break
 		}
 		if n >= w.MaxRuns {
@@ -145,17 +145,31 @@ func needsBaseRuns(rep *gate.Report) string {
 	return strings.Join(names, ", ")
 }
 
-// cannotSettle names the inconclusive gate metrics that need more
-// baseline runs and that candidate runs up to max_runs could not settle
-// either (stats.Result.CannotSettle); "" when none.
+// cannotSettle says which inconclusive gate metrics need more baseline
+// runs that candidate runs up to max_runs could not settle either
+// (stats.Result.CannotSettle), and why: too few or too alike baseline runs
+// ("step_time needs more baseline runs"), or a baseline whose every run
+// was disturbed, which names the busy host, not the baseline's size
+// (issue 37); "" when none.
 func cannotSettle(rep *gate.Report) string {
-	var names []string
+	var few, busy []string
 	for _, m := range rep.Metrics {
 		if m.Gate && m.Verdict == stats.Inconclusive && m.NeedBaseRuns > 0 && m.CannotSettle {
-			names = append(names, m.Name)
+			if strings.HasPrefix(m.Reason, "no time verdict: ") {
+				busy = append(busy, m.Name)
+			} else {
+				few = append(few, m.Name)
+			}
 		}
 	}
-	return strings.Join(names, ", ")
+	var why []string
+	if len(busy) > 0 {
+		why = append(why, fmt.Sprintf("%s has no time verdict: every baseline run was disturbed (the host was busy while the baseline was recorded); rerun gpugate baseline refresh when the machine is quiet", strings.Join(busy, ", ")))
+	}
+	if len(few) > 0 {
+		why = append(why, fmt.Sprintf("%s needs more baseline runs (gpugate baseline refresh)", strings.Join(few, ", ")))
+	}
+	return strings.Join(why, "; ")
 }
 
 // moreNeeded is, for an inconclusive verdict, the most runs (or pairs) any

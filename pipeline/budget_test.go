@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -136,5 +137,38 @@ func TestABTimingPairs(t *testing.T) {
 		if tr.StepMs[0] > 200 {
 			t.Errorf("a timing run at %.0f ms was judged: the warm-up pair's (500 ms)", tr.StepMs[0])
 		}
+	}
+}
+
+// A baseline whose every run was disturbed cannot be settled by candidate
+// runs: repeat: auto stops after the first, and the stop reason names the
+// busy host, not "needs more baseline runs" (issue 37).
+func TestAutoStopsOnBusyBaseline(t *testing.T) {
+	c, w := simConfig(t, "    repeat: auto\n    max_runs: 5\n    budget: 1h\n")
+	other, pressure := 1.8, 0.9
+	busy := &runcond.Conditions{NotSampled: "no nvidia-smi", Host: &runcond.Host{WallSec: 10, CPUs: 2, OtherCPU: &other, CPUPressure: &pressure, Steal: new(float64)}}
+	base := fixedRuns(100, 110, 92, 104, 96)
+	sel := &Selection{Runs: base, Newest: time.Now()}
+	for range base {
+		sel.Conditions = append(sel.Conditions, busy)
+	}
+	made := 0
+	p := &Plan{o: Options{Config: c, Workload: w, Log: io.Discard, Stdout: io.Discard}, name: w.Name}
+	p.job = func(context.Context, string) (*Once, error) {
+		made++
+		return &Once{Run: fixedRun(100), Duration: time.Millisecond}, nil
+	}
+	ex := &Execution{Workload: w.Name, Start: time.Now()}
+	once, _ := p.RunOnce(context.Background(), p.runDir("out", 1))
+	ex.add(once, time.Millisecond)
+	rep, err := p.sampleRuns(context.Background(), ex, sel, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rep.Sampling.Stopped
+	if made != 1 || rep.Verdict != stats.Inconclusive || !strings.HasPrefix(st, "more candidate runs cannot settle it after 1 run(s): ") ||
+		!strings.Contains(st, "step_time") || !strings.Contains(st, "has no time verdict: every baseline run was disturbed (the host was busy while the baseline was recorded); rerun gpugate baseline refresh when the machine is quiet") ||
+		strings.Contains(st, "needs more baseline runs") {
+		t.Errorf("%d run(s), %s, stopped %q; want 1 run, inconclusive, stopped naming the busy host", made, rep.Verdict, st)
 	}
 }

@@ -164,7 +164,7 @@ type Result struct {
 	// this interval would be decided at AutoMaxRuns runs, at the lower
 	// bound of the run-to-run spread; always, when the spread is unknown.
 	// repeat: auto stops early on it (pipeline.sampleRuns).
-	CannotSettle bool `json:"-"`
+	CannotSettle bool `json:"cannot_settle,omitempty"`
 	// Why explains a regression: the finding behind it, or where in the
 	// step the metric moved (set by package gate).
 	Why      string   `json:"why"`
