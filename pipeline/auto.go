@@ -97,7 +97,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		ex.RunTime += time.Since(start) // the jobs and their analysis
 	}
 	if p.timing() {
-		ex.Overhead = timingOverhead(ex.Runs, ex.Timing)
+		ex.Overhead = timingOverhead(HostMargins(o.Config), ex.Runs, ex.Conditions, ex.Timing)
 		rep.Overhead = ex.Overhead
 	}
 	n := p.runsMade(ex)

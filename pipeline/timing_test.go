@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -217,5 +219,36 @@ func TestTimingOfStoresOnce(t *testing.T) {
 		if g := fmt.Sprint(timingOf(ex, i, 3)[0].StepMs); g != w || len(timingOf(ex, i, 3)) != 0 {
 			t.Errorf("fixed run %d: %s, want %s once", i+1, g, w)
 		}
+	}
+}
+
+// The profiling overhead leaves disturbed runs out where quiet ones of
+// their kind remain, and says when it comes from disturbed runs; below ×1
+// it is then no measurement (issue 37: a timing run at 1,042 ms against
+// ~300 ms, and "×0.30" reported without comment).
+func TestTimingOverheadDisturbed(t *testing.T) {
+	other, pressure := 1.8, 0.9
+	busy := &runcond.Conditions{NotSampled: "no nvidia-smi", Host: &runcond.Host{WallSec: 10, CPUs: 2, OtherCPU: &other, CPUPressure: &pressure, Steal: new(float64)}}
+	tr := func(ms float64, c *runcond.Conditions) gate.TimingRun {
+		return gate.TimingRun{StepMs: []float64{ms, ms, ms}, Ranks: 1, Clock: "host", Conditions: c}
+	}
+	runs := fixedRuns(330, 330)
+	m := gate.DefaultHostMargins
+
+	o := timingOverhead(m, runs, nil, []gate.TimingRun{tr(300, nil), tr(1042, busy), tr(300, nil)})
+	if o == nil || math.Abs(o.Ratio-1.1) > 1e-9 || o.Disturbed != "" {
+		t.Errorf("one disturbed timing run among quiet ones: %+v, want ×1.10 from the quiet ones", o)
+	}
+	o = timingOverhead(m, runs, nil, []gate.TimingRun{tr(1000, busy), tr(1100, busy)})
+	if o == nil || o.Ratio >= 1 || o.Disturbed != "every timing run was disturbed" {
+		t.Fatalf("every timing run disturbed: %+v, want a ratio below 1 said to come from disturbed runs", o)
+	}
+	if got := report.OverheadText(o); !strings.HasPrefix(got, "not measured: ×0.31, the profiled runs faster than the timing runs, comes from disturbed runs (every timing run was disturbed; ") {
+		t.Errorf("OverheadText = %q, want it flagged, not a measurement", got)
+	}
+	// A disturbed profiled run is left out the same way.
+	o = timingOverhead(m, fixedRuns(330, 900), []*runcond.Conditions{nil, busy}, []gate.TimingRun{tr(300, nil)})
+	if o == nil || math.Abs(o.Ratio-1.1) > 1e-9 || o.Disturbed != "" {
+		t.Errorf("one disturbed profiled run: %+v, want ×1.10 from the quiet one", o)
 	}
 }
