@@ -86,7 +86,7 @@ mutant pipeline/ab.go ./pipeline TestSequentialAB 'func (p ABPlan) LookAlpha() f
 # Timing runs (issue 27, docs/verdicts.md §5d).
 mutant gate/gate.go ./gate 'TestCompareTimed$' 'useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0' 'useTiming := false && tim != nil' \
 	'step time judged on the profiled runs although both sides have timing runs'
-mutant gate/gate.go ./gate TestTimedClocksDiffer 'useTiming && bc != cc {' 'useTiming && bc != cc && false {' \
+mutant gate/timing.go ./gate TestTimedClocksDiffer $'case bc != cc:\n' $'case bc != cc && false:\n' \
 	'sides timed by different clocks compared'
 mutant gate/conditions.go ./gate TestTimingConditions 'if r.Conditions == nil || r.Timing == nil || len(r.Timing.Metrics) == 0 {' 'if true {' \
 	"the timing runs' run conditions ignored"
