@@ -172,3 +172,18 @@ func TestAutoStopsOnBusyBaseline(t *testing.T) {
 		t.Errorf("%d run(s), %s, stopped %q; want 1 run, inconclusive, stopped naming the busy host", made, rep.Verdict, st)
 	}
 }
+
+// binomialBound against tails computed independently (Python's
+// math.comb): Binomial(40, 1%) exceeds 2 with probability 0.0075 and 3 with
+// 0.00069; Binomial(300, 1%) exceeds 9 with 0.00102 and 10 with 0.00026.
+func TestBinomialBound(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		p    float64
+		want int
+	}{{40, 0.01, 3}, {300, 0.01, 10}, {40, 1, 40}} {
+		if got := binomialBound(c.n, c.p, 0.001); got != c.want {
+			t.Errorf("binomialBound(%d, %v, 0.001) = %d, want %d", c.n, c.p, got, c.want)
+		}
+	}
+}
