@@ -402,7 +402,7 @@ func runPhase(ctx context.Context, gha *IO, stdout, stderr io.Writer, getenv fun
 	for _, wn := range rep.Warnings {
 		gha.Warning("gpugate: "+warningTitle(wn), wn)
 	}
-	if rep.Recorded != "" {
+	if rep.Recorded != "" && rep.Verdict != stats.Inconclusive {
 		gha.Notice("gpugate: baseline recorded", fmt.Sprintf("%d run(s) of %s recorded as the baseline of %s", rep.Candidate.Runs, Slug(w.Name), rep.Recorded))
 	}
 	if oc.Err != nil {

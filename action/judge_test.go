@@ -125,3 +125,37 @@ func TestJudgeTakesSettingsFromConfig(t *testing.T) {
 		t.Errorf("no baseline: %s, %v", r.Report.Verdict, err)
 	}
 }
+
+// The trusted phase judges a result whose every candidate run ran on a busy
+// host as the run did: step time has no verdict (gate.Report.ReapplyHost),
+// however slow the samples; counts keep every run. Without ReapplyHost
+// the rejudged samples would make the busy host's slowdown a regression
+// (issue 37's mutant "the trusted phase's ReapplyHost removed").
+func TestJudgeDisturbedRuns(t *testing.T) {
+	c, err := config.Parse([]byte("version: 1\nworkloads:\n  - name: train\n    command: x\n"), "perf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := "the host was busy: other processes used 1.8 of 2 CPUs during the run"
+	base := [][]float64{{118, 119}, {121, 122}, {124, 123}, {120, 121}, {122, 123}}
+	slow := [][]float64{{150, 151}, {155, 154}, {152, 151}}
+	flat := [][]float64{{1, 1}, {1, 1}, {1, 1}}
+	r := &Result{Report: &gate.Report{Verdict: stats.Inconclusive, Baseline: gate.Side{Runs: 5}, Candidate: gate.Side{Runs: 3},
+		HostBusy: &gate.Disturbed{Base: make([]string, 5), Cand: []string{busy, busy, busy}}}, Samples: map[string]MetricSamples{}}
+	for _, n := range []string{"step_time", "data_wait", "sync_calls", "sync_time"} {
+		r.Report.Metrics = append(r.Report.Metrics, stats.Result{Name: n, Verdict: stats.Inconclusive})
+		r.Samples[n] = MetricSamples{Baseline: flat, Candidate: flat}
+	}
+	r.Samples["step_time"] = MetricSamples{Baseline: base, Candidate: slow}
+	if err := judge(r, c, &c.Workloads[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Report.Metrics {
+		if m.Name == "step_time" && (m.Verdict != stats.Inconclusive || !strings.Contains(m.Reason, "no time verdict: every candidate run was disturbed (run 1: "+busy)) {
+			t.Errorf("step_time %s %q; want no time verdict, naming the busy host", m.Verdict, m.Reason)
+		}
+	}
+	if r.Report.Verdict == stats.Regression {
+		t.Errorf("verdict %s: a busy host's slowdown judged a regression", r.Report.Verdict)
+	}
+}

@@ -368,12 +368,11 @@ func Compare(base, cand []Run, opt Options) *Report {
 	busy := opt.Disturbed.any()
 	tim := opt.Timing
 	useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0
-	if bc, cc := clocks(tim.baseRuns()), clocks(tim.candRuns()); useTiming && bc != cc {
+	if why := clocksDiffer(tim); useTiming && why != "" {
 		// A step is what its clock says it is: the GPU's events, the
 		// host's clock around the optimizer step, the job's own log.
 		useTiming = false
-		tim = &TimingRuns{Base: tim.Base, Cand: tim.Cand, Margins: tim.Margins,
-			Why: fmt.Sprintf("the baseline's timing runs were timed by %s, the candidate's by %s: different clocks", bc, cc)}
+		tim = &TimingRuns{Base: tim.Base, Cand: tim.Cand, Margins: tim.Margins, Why: why}
 	}
 	leftOut := "step_time and the other times"
 	if useTiming {
@@ -454,15 +453,29 @@ func Compare(base, cand []Run, opt Options) *Report {
 	rep.Warnings = append(rep.Warnings, AbsentGateWarnings(rep, gates)...)
 	rep.Verdict = stats.Overall(rep.Metrics)
 	rep.SampleUnit, rep.Noise = noise(rep, opt.Thresholds)
-	rep.Decomposition = decompose(base, cand)
+	// What is read as time — where the step time went, the findings'
+	// shares, the ranks line and the headline, throughput — comes from the
+	// quiet runs, as the time metrics do; from every run, said, when a
+	// side has none (issue 37: "rank 1 slowed by 337.3 ms" and the
+	// decomposition were the busy host's). Counts and kernels keep every
+	// run.
+	tb, tc := base, cand
+	if busy {
+		if len(quietBase) > 0 && len(quietCand) > 0 {
+			tb, tc = quietBase, quietCand
+		} else {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("where the step time went, the ranks line, the headline and throughput come from disturbed runs (%s): they show the busy host as much as the code", disturbedSides(len(quietBase), len(quietCand))))
+		}
+	}
+	rep.Decomposition = decompose(tb, tc)
 	rep.Kernels = kernelDiff(base, cand, opt.TopKernels)
-	rep.Findings = findings(base, cand, rep.Decomposition)
+	rep.Findings = findings(tb, tc, rep.Decomposition)
 	rep.syncFinding(cand)
-	br, cr := perRank(base), perRank(cand)
+	br, cr := perRank(tb), perRank(tc)
 	rep.compareRanks(br, cr)
 	rep.moreWork(br, cr)
 	rep.explain()
-	rep.compareWork(base, cand)
+	rep.compareWork(tb, tc)
 	for _, rs := range [][]Run{base, cand} {
 		for _, run := range rs {
 			for _, r := range run {

@@ -191,20 +191,76 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 		return
 	}
 	var sides []string
+	n := maxBusyList
+	if quietBase == 0 && quietCand == 0 {
+		n /= 2
+	}
 	if quietCand == 0 {
-		sides = append(sides, fmt.Sprintf("every candidate run was disturbed (%s)", strings.Join(Busy(d.Cand), "; ")))
+		sides = append(sides, fmt.Sprintf("every candidate run was disturbed (%s)", busyList(d.Cand, n)))
 	}
 	if quietBase == 0 {
-		sides = append(sides, fmt.Sprintf("every baseline run was disturbed (%s)", strings.Join(Busy(d.Base), "; ")))
+		sides = append(sides, fmt.Sprintf("every baseline run was disturbed (%s)", busyList(d.Base, n)))
 	}
 	r.Verdict, r.NeedRuns, r.NeedBaseRuns = stats.Inconclusive, 0, 0
 	if quietCand == 0 {
 		r.NeedRuns = 1
 	}
 	if quietBase == 0 {
+		// More candidate runs cannot give the baseline a quiet run:
+		// repeat: auto stops (pipeline.sampleRuns), naming the host.
 		r.NeedBaseRuns = 1
 	}
+	r.CannotSettle = quietBase == 0
 	r.Reason = fmt.Sprintf("no time verdict: %s; rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)", strings.Join(sides, ", and "))
+}
+
+// maxBusyList bounds, in characters, the lists of disturbed runs in a
+// reason (half of it each when both sides have one), so that the advice after it survives any cut of the
+// reason (the comment bounds free text; issue 37 saw "…run 5: the host was
+// busy: other p…" and no advice). The warnings name every run in full.
+const maxBusyList = 200
+
+// busyList lists the disturbed runs of a side ("run 1: why; run 2: why")
+// within n characters: the runs that fit in full, then how many more, by
+// number.
+func busyList(side []string, n int) string {
+	var out, rest []string
+	used := 0
+	for i, r := range side {
+		if r == "" {
+			continue
+		}
+		b := []rune(fmt.Sprintf("run %d: %s", i+1, r))
+		switch {
+		case len(rest) > 0 || (len(out) > 0 && used+len(b) > n):
+			rest = append(rest, fmt.Sprint(i+1))
+			if len(rest) == 7 {
+				rest[6] = "…"
+			}
+		case len(b) > n:
+			out = append(out, string(b[:n-1])+"…")
+			used += n
+		default:
+			out = append(out, string(b))
+			used += len(b) + 2
+		}
+	}
+	if len(rest) > 0 {
+		more := len(Busy(side)) - len(out)
+		return fmt.Sprintf("%s; and %d more, run(s) %s, named in the warnings", strings.Join(out, "; "), more, strings.Join(rest[:min(len(rest), 7)], ", "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// disturbedSides says which sides had no quiet run.
+func disturbedSides(quietBase, quietCand int) string {
+	switch {
+	case quietBase == 0 && quietCand == 0:
+		return "every run of both sides was disturbed"
+	case quietBase == 0:
+		return "every baseline run was disturbed"
+	}
+	return "every candidate run was disturbed"
 }
 
 // JudgedRuns are the runs of each side that a metric was judged on:

@@ -68,6 +68,11 @@ func TestCompareDisturbed(t *testing.T) {
 	if rep.HostBusy == nil || !containsPrefix(rep.Warnings, "candidate run 1: "+busy+": left out of the time metrics") {
 		t.Errorf("warnings %q, host busy %+v: want the disturbed run named", rep.Warnings, rep.HostBusy)
 	}
+	// With no quiet candidate run the decomposition and the rest are the
+	// disturbed runs', and the report says so.
+	if !containsPrefix(rep.Warnings, "where the step time went, the ranks line, the headline and throughput come from disturbed runs (every candidate run was disturbed)") {
+		t.Errorf("warnings %q: want the time views said to come from disturbed runs", rep.Warnings)
+	}
 	// No change and no new sync on a busy host: never a regression.
 	rep = Compare(base, []Run{synthetic(t, 20, 160, 0, 5)}, Options{Disturbed: Disturbed{Cand: []string{busy}}})
 	if rep.Verdict != stats.Inconclusive {
@@ -81,6 +86,16 @@ func TestCompareDisturbed(t *testing.T) {
 	st = rep.metric("step_time")
 	if st.Baseline.Runs != 2 || st.Candidate.Runs != 3 || !containsPrefix(st.Notes, "1 baseline and 0 candidate run(s) left out: the host was busy") {
 		t.Errorf("disturbed baseline run: step_time over %d+%d runs, notes %q; want 2+3 and a note", st.Baseline.Runs, st.Candidate.Runs, st.Notes)
+	}
+	// gpu_util is a ratio of times: the busy host's run, whose steps
+	// are 3× as long with the same GPU work, is left out of it too.
+	if u := rep.metric("gpu_util"); u.Baseline.Runs != 2 || !containsPrefix(u.Notes, "1 baseline and 0 candidate run(s) left out: the host was busy") {
+		t.Errorf("disturbed baseline run: gpu_util over %d baseline runs, notes %q; want 2 and the note", u.Baseline.Runs, u.Notes)
+	}
+	// Where the step time went is the quiet runs' too: the baseline's
+	// mean step is ~100 ms, not the 167 ms the busy run would make it.
+	if d := rep.Decomposition; d.Baseline < 95 || d.Baseline > 105 || d.Candidate < 95 || d.Candidate > 105 {
+		t.Errorf("disturbed baseline run: decomposition %.1f → %.1f ms, want the quiet runs' ~100 → ~100", d.Baseline, d.Candidate)
 	}
 	if k := rep.metric("kernels"); k.Baseline.Runs != 3 {
 		t.Errorf("kernels over %d baseline runs, want all 3 (a count keeps a disturbed run)", k.Baseline.Runs)
@@ -166,5 +181,86 @@ func TestJudgedSamplesNoQuietSide(t *testing.T) {
 	rep = Compare(base, cand, Options{Disturbed: Disturbed{Base: []string{busy, "", busy}}})
 	if bs, cs := rep.JudgedSamples(st, base, cand, nil, nil); len(bs) != 1 || len(cs) != 2 {
 		t.Errorf("one quiet baseline run: %d and %d runs stored, want 1 and 2", len(bs), len(cs))
+	}
+}
+
+// ReapplyHost leaves a step_time judged on quiet timing runs alone, though
+// every profiled candidate run was disturbed: the timing runs, not the
+// profiled ones, are what step_time was judged on (issue 37's mutant
+// "ReapplyHost voiding a timed step_time").
+func TestReapplyHostTimed(t *testing.T) {
+	busy := "the host was busy: other processes used 1.8 of 2 CPUs during the run"
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	bt := timed([]float64{80, 81}, []float64{82, 80}, []float64{79, 80})
+	ct := timed([]float64{120, 121}, []float64{119, 120})
+	for i := range ct {
+		ct[i].Conditions = hostCond(0.01, 0.02)
+	}
+	cand := syntheticRuns(t, 2, 20, 100, 0, 5)
+	d := Disturbed{Cand: []string{busy, busy}}
+	rep := Compare(base, cand, Options{Disturbed: d, Timing: &TimingRuns{Base: bt, Cand: ct, Margins: DefaultHostMargins}})
+	if st := rep.metric("step_time"); st.Verdict != stats.Regression {
+		t.Fatalf("timed step_time %s (%s), want regression (the test's premise)", st.Verdict, st.Reason)
+	}
+	if cw := rep.metric("cpu_wait"); cw.Verdict != stats.Inconclusive || !strings.Contains(cw.Reason, "no time verdict") {
+		t.Fatalf("cpu_wait %s %q, want no time verdict (the test's premise)", cw.Verdict, cw.Reason)
+	}
+	m, _ := analysis.MetricByName("step_time")
+	bs, cs := rep.JudgedSamples(m, base, cand, bt, ct)
+	for i := range rep.Metrics {
+		if rep.Metrics[i].Name != "step_time" {
+			continue
+		}
+		re, err := Rejudge(rep.Metrics[i], bs, cs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Metrics[i] = re
+	}
+	rep.ReapplyHost()
+	if st := rep.metric("step_time"); st.Verdict != stats.Regression {
+		t.Errorf("rejudged: timed step_time %s (%s), want regression: its timing runs were quiet", st.Verdict, st.Reason)
+	}
+	if cw := rep.metric("cpu_wait"); cw.Verdict != stats.Inconclusive {
+		t.Errorf("rejudged: cpu_wait %s, want no time verdict (every profiled candidate run disturbed)", cw.Verdict)
+	}
+}
+
+// The advice of a "no time verdict" survives: the list of disturbed runs
+// is bounded (maxBusyList), the runs past it counted by number, so that
+// the reason stays within the comment's bound on free text (600
+// characters, report.maxText) with its advice whole (issue 37: "…run 5:
+// the host was busy: other p…" and no advice).
+func TestHostBusyReasonKeepsAdvice(t *testing.T) {
+	long := "the host was busy: other processes used 1.9 of 2 CPUs, CPU pressure 97%, steal time 31%, its cgroup was CPU-throttled in 88% of periods during the run"
+	five := []string{long, long, long, long, long}
+	advice := "; rerun when the machine is quiet, or on a runner of its own (perf.yaml host: sets how busy a host may be)"
+	for _, tc := range []struct {
+		name    string
+		d       Disturbed
+		parts   []string
+		noParts []string
+	}{
+		{"every candidate run", Disturbed{Cand: five},
+			[]string{"no time verdict: every candidate run was disturbed (run 1: " + long + "; and 4 more, run(s) 2, 3, 4, 5, named in the warnings)" + advice}, nil},
+		{"every run of both sides", Disturbed{Base: five, Cand: five},
+			[]string{"every candidate run was disturbed (run 1: the host was busy", "…; and 4 more, run(s) 2, 3, 4, 5, named in the warnings), and every baseline run was disturbed (run 1: ", advice},
+			[]string{"run 2: "}},
+	} {
+		rep := Compare(syntheticRuns(t, 5, 20, 100, 0, 5), syntheticRuns(t, 5, 20, 160, 0, 5), Options{Disturbed: tc.d})
+		st := rep.metric("step_time")
+		ok := len([]rune(st.Reason)) <= 600 && strings.HasSuffix(st.Reason, advice)
+		for _, p := range tc.parts {
+			ok = ok && strings.Contains(st.Reason, p)
+		}
+		for _, p := range tc.noParts {
+			ok = ok && !strings.Contains(st.Reason, p)
+		}
+		if !ok {
+			t.Errorf("%s: reason (%d characters): %q; want the list bounded, the advice whole, within 600", tc.name, len([]rune(st.Reason)), st.Reason)
+		}
+		if !containsPrefix(rep.Warnings, "candidate run 5: "+long) {
+			t.Errorf("%s: warnings %q: want every disturbed run named in full", tc.name, rep.Warnings)
+		}
 	}
 }

@@ -39,6 +39,15 @@ type Overhead struct {
 	// a profiled and an unprofiled pass: "the profiled runs' traces
 	// against the timing runs" (pipeline, timing runs).
 	Source string `json:"source,omitempty"`
+	// Disturbed says, when every run of a kind (profiled or timing) ran
+	// on a busy host (HostBusy), that the figure comes from disturbed
+	// runs: a busy host slows the two kinds by different amounts, so the
+	// ratio is the host's as much as the profiler's (×0.30 under Slurm
+	// beside a 1,042 ms timing run, issue 37). Below ×1 it is no
+	// measurement at all, and the report says so (report.OverheadText).
+	// Where some runs of each kind were quiet, only those are compared,
+	// and Disturbed is empty.
+	Disturbed string `json:"disturbed,omitempty"`
 }
 
 // NewOverhead measures the profiler's cost from the step times (ms) of each

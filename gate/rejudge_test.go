@@ -45,6 +45,21 @@ func TestRejudge(t *testing.T) {
 			t.Errorf("Rejudge at α=%v: [%v, %v], %v; want [%v, %v]", alpha, got.CILoPct, got.CIHiPct, err, want.CILoPct, want.CIHiPct)
 		}
 	}
+	// Stored baseline runs and candidate runs are unrelated runs, never
+	// pairs, even when there are as many of each and the options say
+	// paired (issue 37's mutant "Rejudge pairing unrelated runs"): the
+	// interval is the two-sample one, whose width the pairs' would not
+	// have (these pairs' differences barely vary).
+	driftC5 := [][]float64{{148, 149}, {151, 152}, {154, 153}, {150, 151}, {152, 153}}
+	for _, paired := range []bool{false, true} {
+		want := stats.Compare(spec, driftB, driftC5, stats.Thresholds{})
+		pairs := stats.Compare(spec, driftB, driftC5, stats.Thresholds{Paired: true})
+		got, err := gate.Rejudge(want, driftB, driftC5, gate.Options{Thresholds: stats.Thresholds{Paired: paired}})
+		if err != nil || got.SampleUnit != stats.UnitRun || got.CILoPct != want.CILoPct || got.CIHiPct != want.CIHiPct || got.CIHiPct-got.CILoPct < 2*(pairs.CIHiPct-pairs.CILoPct) {
+			t.Errorf("Rejudge of 5 vs 5 runs (options paired %v): %s [%v, %v], %v; want the runs' two-sample [%v, %v], not the pairs' [%v, %v]",
+				paired, got.SampleUnit, got.CILoPct, got.CIHiPct, err, want.CILoPct, want.CIHiPct, pairs.CILoPct, pairs.CIHiPct)
+		}
+	}
 	if wide, narrow := stats.Compare(spec, driftB, driftC, stats.Thresholds{Alpha: 0.004}), stats.Compare(spec, driftB, driftC, stats.Thresholds{}); !(wide.CIHiPct-wide.CILoPct > narrow.CIHiPct-narrow.CILoPct) {
 		t.Errorf("α=0.004 interval [%v, %v] is not wider than α=0.05's [%v, %v]", wide.CILoPct, wide.CIHiPct, narrow.CILoPct, narrow.CIHiPct)
 	}

@@ -140,6 +140,24 @@ func clocks(runs ...[]TimingRun) string {
 	return strings.Join(cs, ", ")
 }
 
+// clocksDiffer says why t's two sides cannot be judged on their timing
+// runs: their clocks differ, or a side mixes clocks (docs/verdicts.md §5d:
+// "same clock or profiled runs"); "" when every timing run of both sides
+// was timed by one clock. Mixed clocks on both sides are not the same
+// clock: a step timed by step_log is not a step timed by the host (120 ms
+// against 80 in issue 37's repro), so the mix would judge the clocks'
+// spread, and which clock each side happened to draw, as a change.
+func clocksDiffer(t *TimingRuns) string {
+	bc, cc := clocks(t.baseRuns()), clocks(t.candRuns())
+	switch {
+	case bc != cc:
+		return fmt.Sprintf("the baseline's timing runs were timed by %s, the candidate's by %s: different clocks", bc, cc)
+	case strings.Contains(bc, ", "):
+		return fmt.Sprintf("the timing runs of each side mix clocks (%s): a step is not the same length on two clocks", bc)
+	}
+	return ""
+}
+
 // baseRuns and candRuns are t's sides; nil for a nil t.
 func (t *TimingRuns) baseRuns() []TimingRun {
 	if t == nil {

@@ -216,3 +216,52 @@ func TestTimedClocksDiffer(t *testing.T) {
 		t.Errorf("step_time candidate %v: want the profiled runs' (~100 ms), not the step_log's 40", st.Candidate.Value)
 	}
 }
+
+// Both sides mixing the same clocks is not "the same clock": step time
+// then comes from the profiled runs (docs/verdicts.md §5d, docs/json.md
+// timing.clock). Issue 37's repro: baseline timing runs host 80 /
+// step_log 120 / host 81 ms, candidate host 95 / step_log 140 ms; judged
+// on the mixed timing runs it was +25% [−39, +156] inconclusive; the
+// profiled runs (the same code) pass. The candidate's clocks come in
+// either order: the sides' clocks are compared as sets.
+func TestTimedClocksMixed(t *testing.T) {
+	base := syntheticRuns(t, 3, 20, 100, 0, 5)
+	cand := []Run{syntheticSeed(t, 7, 20, 100, 0, 5)}
+	clocked := func(ms float64, clock string) TimingRun {
+		return TimingRun{StepMs: []float64{ms, ms, ms}, Ranks: 1, Clock: clock}
+	}
+	bt := []TimingRun{clocked(80, "host"), clocked(120, "step_log"), clocked(81, "host")}
+	for _, ct := range [][]TimingRun{
+		{clocked(95, "host"), clocked(140, "step_log")},
+		{clocked(140, "step_log"), clocked(95, "host")},
+	} {
+		rep := Compare(base, cand, Options{Timing: &TimingRuns{Base: bt, Cand: ct, Margins: DefaultHostMargins}})
+		st := rep.metric("step_time")
+		if rep.Timing == nil || len(rep.Timing.Metrics) != 0 || rep.Timing.Clock != "host, step_log" ||
+			!strings.HasPrefix(rep.Timing.Note, "the timing runs of each side mix clocks (host, step_log): a step is not the same length on two clocks: step time is judged on the profiled runs") {
+			t.Errorf("candidate clocks %s, %s: Timing %+v; want step time from the profiled runs, saying the sides mix clocks", ct[0].Clock, ct[1].Clock, rep.Timing)
+			continue
+		}
+		// The profiled runs by hand: each run's mean step, geometric
+		// mean over runs.
+		wantB, wantC := runMeanGeo(base), runMeanGeo(cand)
+		if st.Verdict != stats.Pass || math.Abs(st.Baseline.Value-wantB) > 1e-6 || math.Abs(st.Candidate.Value-wantC) > 1e-6 {
+			t.Errorf("candidate clocks %s, %s: step_time %s %v → %v (%s); want pass on the profiled runs' %v → %v",
+				ct[0].Clock, ct[1].Clock, st.Verdict, st.Baseline.Value, st.Candidate.Value, stats.FormatDelta(*st), wantB, wantC)
+		}
+	}
+}
+
+// runMeanGeo is the geometric mean over runs of each run's mean step (ms),
+// from the steps' own windows.
+func runMeanGeo(runs []Run) float64 {
+	var per [][]float64
+	for _, r := range runs {
+		var ms []float64
+		for _, s := range r[0].Steps {
+			ms = append(ms, float64(s.End-s.Start)/1e6)
+		}
+		per = append(per, ms)
+	}
+	return geoMeanOfMeans(per...)
+}

@@ -366,7 +366,7 @@ func (o ABOptions) sample(ctx context.Context, plan ABPlan, plans map[string]*Pl
 		smp.Profiled = len(baseRuns)
 	}
 	if timingOn() {
-		if rep.Overhead = timingOverhead(append(slices.Clone(baseRuns), headRuns...), append(slices.Clone(baseTiming), headTiming...)); rep.Overhead != nil {
+		if rep.Overhead = timingOverhead(HostMargins(c), append(slices.Clone(baseRuns), headRuns...), append(slices.Clone(baseConds), headConds...), append(slices.Clone(baseTiming), headTiming...)); rep.Overhead != nil {
 			fmt.Fprintf(o.Log, "gpugate: profiling overhead %s\n", report.OverheadText(rep.Overhead))
 		}
 	}

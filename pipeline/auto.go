@@ -47,9 +47,13 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 			stopped = fmt.Sprintf("decided after %d run(s): %s", n, rep.Verdict)
 			break
 		}
-		if base := needsBaseRuns(rep); base != "" {
-			// More candidate runs cannot settle it: do not spend them.
-			stopped = fmt.Sprintf("more candidate runs cannot settle it after %d run(s): %s needs more baseline runs (gpugate baseline refresh)", n, base)
+		if base := cannotSettle(rep); base != "" {
+			// Even max_runs candidate runs cannot settle it, whatever the
+			// change within the interval: do not spend them. A metric that
+			// needs baseline runs at the estimate so far, but might
+			// settle at max_runs, samples on (issue 37: the estimate alone
+			// stopped too soon and cost most of the power).
+			stopped = fmt.Sprintf("more candidate runs cannot settle it after %d run(s): %s", n, base)
 			break
 		}
 		if n >= w.MaxRuns {
@@ -93,7 +97,7 @@ func (p *Plan) sampleRuns(ctx context.Context, ex *Execution, sel *Selection, re
 		ex.RunTime += time.Since(start) // the jobs and their analysis
 	}
 	if p.timing() {
-		ex.Overhead = timingOverhead(ex.Runs, ex.Timing)
+		ex.Overhead = timingOverhead(HostMargins(o.Config), ex.Runs, ex.Conditions, ex.Timing)
 		rep.Overhead = ex.Overhead
 	}
 	n := p.runsMade(ex)
@@ -139,6 +143,33 @@ func needsBaseRuns(rep *gate.Report) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// cannotSettle says which inconclusive gate metrics need more baseline
+// runs that candidate runs up to max_runs could not settle either
+// (stats.Result.CannotSettle), and why: too few or too alike baseline runs
+// ("step_time needs more baseline runs"), or a baseline whose every run
+// was disturbed, which names the busy host, not the baseline's size
+// (issue 37); "" when none.
+func cannotSettle(rep *gate.Report) string {
+	var few, busy []string
+	for _, m := range rep.Metrics {
+		if m.Gate && m.Verdict == stats.Inconclusive && m.NeedBaseRuns > 0 && m.CannotSettle {
+			if strings.HasPrefix(m.Reason, "no time verdict: ") {
+				busy = append(busy, m.Name)
+			} else {
+				few = append(few, m.Name)
+			}
+		}
+	}
+	var why []string
+	if len(busy) > 0 {
+		why = append(why, fmt.Sprintf("%s has no time verdict: every baseline run was disturbed (the host was busy while the baseline was recorded); rerun gpugate baseline refresh when the machine is quiet", strings.Join(busy, ", ")))
+	}
+	if len(few) > 0 {
+		why = append(why, fmt.Sprintf("%s needs more baseline runs (gpugate baseline refresh)", strings.Join(few, ", ")))
+	}
+	return strings.Join(why, "; ")
 }
 
 // moreNeeded is, for an inconclusive verdict, the most runs (or pairs) any

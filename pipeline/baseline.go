@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -480,6 +481,9 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 		rep.Overhead = ex.Overhead
 		applyConditions(rep, nil, ex.Conditions)
 		applyIsolation(rep, ex)
+		if why := noQuietRun(c, ex); why != "" && !store.ReadOnly() {
+			busyBaseline(o, rep, branch, why)
+		}
 		if v := rep.Conditions.Void; len(v) > 0 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("recorded as a baseline although its run conditions were bad (%s): a candidate that passes against baselines pooled with it can be voided as inconclusive; record another with gpugate baseline refresh", strings.Join(v, "; ")))
 		}
@@ -564,6 +568,52 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 // noBaseline is the outcome of a run with nothing stored to compare with:
 // a stated verdict with the command that records a baseline, exit 0 unless
 // baseline.on_missing is fail.
+// noQuietRun says why a baseline of ex would have no quiet run to judge
+// time by: every profiled run was disturbed (gate.HostBusy), or the runs
+// were timed and every timing run was; "" when a run of each kind was
+// quiet.
+func noQuietRun(c *config.Config, ex *Execution) string {
+	quiet := func(ds []string) bool { return slices.Contains(ds, "") }
+	if d := disturbed(c, nil, ex.Conditions).Cand; len(d) > 0 && !quiet(d) {
+		return fmt.Sprintf("every run was disturbed (%s)", strings.Join(gate.Busy(d), "; "))
+	}
+	var tc []*runcond.Conditions
+	for _, t := range ex.Timing {
+		tc = append(tc, t.Conditions)
+	}
+	if d := disturbed(c, nil, tc).Cand; len(d) > 0 && !quiet(d) {
+		return fmt.Sprintf("every timing run was disturbed (%s)", strings.Join(gate.Busy(d), "; "))
+	}
+	return ""
+}
+
+// busyBaseline makes the report of a baseline refresh (or
+// -record-baseline) in which no run was quiet inconclusive (exit 3), with a
+// warning naming the busy host, never "✅ baseline recorded" (the
+// renderers say "no quiet baseline run" for a recording that is
+// inconclusive; JSON "recorded" still names the branch). The runs are
+// stored all the same, each marked by its run conditions (baseline list and
+// show say "busy"): their counts and memory judge pull requests as any
+// run's do, and every comparison leaves them out of the time metrics
+// (docs/verdicts.md §5c), saying so. Not storing them was rejected: on a
+// host that is always shared (a CI machine running other jobs, this
+// project's own test machine) no baseline would ever be recorded, and the
+// count gates, which a busy host does not move, would be lost with the
+// time ones. The cost, said in the warning: they are now the newest runs,
+// so until a quiet refresh the time metrics of pull requests have no
+// verdict.
+func busyBaseline(o Options, rep *gate.Report, branch, why string) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "this machine"
+	}
+	msg := fmt.Sprintf("no quiet baseline run: %s on host %s; the runs are stored as baselines of %s, marked disturbed: their counts and memory are judged, but every comparison leaves them out of the time metrics, so pull requests get no time verdict until a refresh on a quiet host (rerun gpugate baseline refresh when the machine is quiet, or on a runner of its own; perf.yaml host: sets how busy a host may be)",
+		why, host, branch)
+	fmt.Fprintf(o.Log, "gpugate: WARNING: %s\n", escape.Terminal(msg))
+	rep.Verdict = stats.Inconclusive
+	rep.Warnings = append([]string{msg}, rep.Warnings...)
+}
+
 func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	c, w := o.Config, o.Workload
 	record := RecordCommand(c, w, o.DB)

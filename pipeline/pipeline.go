@@ -435,7 +435,7 @@ func (p *Plan) Execute(ctx context.Context) (*Execution, error) {
 		}
 	}
 	if p.timing() {
-		if ex.Overhead = timingOverhead(ex.Runs, ex.Timing); ex.Overhead != nil {
+		if ex.Overhead = timingOverhead(HostMargins(o.Config), ex.Runs, ex.Conditions, ex.Timing); ex.Overhead != nil {
 			fmt.Fprintf(o.Log, "gpugate: profiling overhead %s\n", report.OverheadText(ex.Overhead))
 		}
 		return ex, nil

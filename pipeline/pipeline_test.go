@@ -22,6 +22,7 @@ import (
 	"github.com/gpugate/gpugate/internal/testdb"
 	"github.com/gpugate/gpugate/pipeline"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 	"github.com/gpugate/gpugate/trace/nsys"
@@ -347,4 +348,64 @@ func TestTallyCost(t *testing.T) {
 	}
 	var none *pipeline.Tally
 	none.Add(time.Second) // a nil tally counts nothing, and does not panic
+}
+
+// A baseline refresh in which no run was quiet is inconclusive (exit 3)
+// with a warning naming the busy host, never "baseline recorded"; its
+// runs are stored, marked by their run conditions. One quiet run is enough
+// for a recorded baseline (the disturbed ones are still marked).
+func TestRecordBusyBaseline(t *testing.T) {
+	ctx := context.Background()
+	c, w := cfg(t, "")
+	host, _ := os.Hostname()
+	busy := func(other float64) *runcond.Conditions {
+		p := 0.9
+		return &runcond.Conditions{NotSampled: "no nvidia-smi", Host: &runcond.Host{WallSec: 10, CPUs: 2, OtherCPU: &other, CPUPressure: &p, Steal: new(float64)}}
+	}
+	for _, tc := range []struct {
+		name  string
+		conds []*runcond.Conditions
+		quiet bool
+	}{
+		{"every run disturbed", []*runcond.Conditions{busy(1.8), busy(1.9)}, false},
+		{"one run quiet", []*runcond.Conditions{busy(1.8), busy(0.01)}, true},
+	} {
+		db := filepath.Join(t.TempDir(), "b.db")
+		ex := execution(t, here)
+		ex.Runs, ex.Docs = append(ex.Runs, ex.Runs[0]), append(ex.Docs, ex.Docs[0])
+		ex.Conditions = tc.conds
+		var log strings.Builder
+		oc, err := pipeline.Judge(ctx, pipeline.Options{Config: c, Workload: w, DB: db, Branch: "main", Record: true, Log: &log}, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md, txt bytes.Buffer
+		report.WriteCompareMarkdown(&md, oc.Report)
+		report.WriteCompareText(&txt, oc.Report)
+		s, _ := baseline.Open(ctx, db)
+		runs, _ := s.Runs(ctx, baseline.Filter{Workload: w.Name, Kind: "baseline"})
+		s.Close()
+		if len(runs) != 2 {
+			t.Errorf("%s: %d baseline runs stored, want both (marked by their conditions)", tc.name, len(runs))
+		}
+		if tc.quiet {
+			if oc.Report.Verdict != stats.NoBaseline || oc.Report.Recorded != "main" || !strings.Contains(md.String(), "✅ **baseline recorded**") {
+				t.Errorf("%s: %s, recorded %q:\n%s", tc.name, oc.Report.Verdict, oc.Report.Recorded, md.String())
+			}
+			continue
+		}
+		want := "no quiet baseline run: every run was disturbed (run 1: the host was busy: other processes used 1.8 of 2 CPUs, CPU pressure 90% during the run; run 2: the host was busy: other processes used 1.9 of 2 CPUs, CPU pressure 90% during the run) on host " + host + "; the runs are stored as baselines of main, marked disturbed"
+		if oc.Report.Verdict != stats.Inconclusive || oc.Report.Recorded != "main" || len(oc.Report.Warnings) == 0 || !strings.HasPrefix(oc.Report.Warnings[0], want) {
+			t.Errorf("%s: %s, recorded %q, warnings %q; want inconclusive, stored as main's, a warning starting %q", tc.name, oc.Report.Verdict, oc.Report.Recorded, oc.Report.Warnings, want)
+		}
+		if !strings.HasPrefix(md.String(), "### gpugate: ⚠️ **inconclusive: no quiet baseline run**\n\n2 runs stored as the baseline of `main`, every one disturbed.\n\n> [!WARNING]\n> no quiet baseline run: every run was disturbed") {
+			t.Errorf("%s: the comment:\n%s", tc.name, md.String())
+		}
+		for what, out := range map[string]string{"markdown": md.String(), "text": txt.String(), "log": log.String()} {
+			if strings.Contains(out, "✅") || !strings.Contains(out, "no quiet baseline run: every run was disturbed") || !strings.Contains(out, "on host "+host) ||
+				!strings.Contains(out, "rerun gpugate baseline refresh when the machine is quiet") {
+				t.Errorf("%s: the %s does not say it plainly:\n%s", tc.name, what, out)
+			}
+		}
+	}
 }

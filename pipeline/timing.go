@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
@@ -142,18 +144,52 @@ func timingOptions(m gate.HostMargins, base []gate.TimingRun, ex *Execution) *ga
 }
 
 // timingOverhead is the profiler's cost: the profiled runs' step times
-// (from their traces) against the timing runs'; nil without both.
-func timingOverhead(runs []gate.Run, timing []gate.TimingRun) *gate.Overhead {
-	m, _ := analysis.MetricByName("step_time")
+// (from their traces) against the timing runs'; nil without both. conds
+// are the profiled runs' run conditions, in order. Runs of either kind on
+// a busy host (gate.HostBusy under m) are left out where quiet ones of that
+// kind remain; where none does, every run is compared and the figure says
+// it comes from disturbed runs (gate.Overhead.Disturbed).
+func timingOverhead(m gate.HostMargins, runs []gate.Run, conds []*runcond.Conditions, timing []gate.TimingRun) *gate.Overhead {
+	st, _ := analysis.MetricByName("step_time")
+	var tconds []*runcond.Conditions
+	for _, t := range timing {
+		tconds = append(tconds, t.Conditions)
+	}
+	dp, dt := gate.Disturbances(conds, m), gate.Disturbances(tconds, m)
+	quietRuns, quietTiming := quietOf(runs, dp), quietOf(timing, dt)
+	var why []string
+	if len(quietRuns) > 0 {
+		runs = quietRuns
+	} else if len(gate.Busy(dp)) > 0 {
+		why = append(why, "every profiled run was disturbed")
+	}
+	if len(quietTiming) > 0 {
+		timing = quietTiming
+	} else if len(gate.Busy(dt)) > 0 {
+		why = append(why, "every timing run was disturbed")
+	}
 	var timed []float64
 	for _, t := range timing {
 		timed = append(timed, t.StepMs...)
 	}
-	o := gate.NewOverhead(gate.Samples(runs, m), timed)
+	o := gate.NewOverhead(gate.Samples(runs, st), timed)
 	if o != nil {
 		o.Source = "the profiled runs' traces against the timing runs"
+		o.Disturbed = strings.Join(why, ", ")
 	}
 	return o
+}
+
+// quietOf returns the xs whose disturbance (by index; "" or absent: quiet)
+// is empty.
+func quietOf[T any](xs []T, disturbed []string) []T {
+	var out []T
+	for i, x := range xs {
+		if i >= len(disturbed) || disturbed[i] == "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // needsProfiles reports whether another profiled run could help: a gate

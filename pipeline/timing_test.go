@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/report"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -154,8 +156,16 @@ func TestAutoTimingFallsBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	c, w := simConfig(t, "    repeat: auto\n    max_runs: 4\n    budget: 1h\n")
 	p := &Plan{o: Options{Config: c, Workload: w, Log: io.Discard, Stdout: io.Discard}, name: w.Name, Profiler: "torch"}
-	timed := 0
-	p.job = func(context.Context, string) (*Once, error) { return &Once{Run: simRun(rng, 100, 0.05)}, nil }
+	timed, profiled := 0, 0
+	// Candidate runs that leave step time undecided for several looks
+	// (TestAutoAdvice's), so that sampling goes on after the fallback
+	// (issue 37's mutant "timingOn ignoring TimingWhy" survived a first
+	// look that decided).
+	candMs := []float64{121, 111, 126}
+	p.job = func(context.Context, string) (*Once, error) {
+		profiled++
+		return &Once{Run: fixedRun(candMs[(profiled-1)%len(candMs)])}, nil
+	}
 	p.timingJob = func(context.Context, string) (*Once, error) {
 		timed++
 		return &Once{TimingWhy: "the timing run timed no step"}, nil
@@ -164,16 +174,16 @@ func TestAutoTimingFallsBack(t *testing.T) {
 	once, _ := p.RunOnce(context.Background(), "out/run1")
 	ex.add(once, time.Millisecond)
 	p.timeOnce(context.Background(), ex, 1)
-	var b []gate.Run
-	for range 5 {
-		b = append(b, simRun(rng, 100, 0.05))
-	}
+	b := fixedRuns(100, 110, 92, 104, 96)
 	rep, err := p.sampleRuns(context.Background(), ex, &Selection{Runs: b, Timing: []gate.TimingRun{simTiming(rng, 90, 0.05)}, Newest: time.Now()}, func() error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if timed != 1 {
-		t.Errorf("%d timing runs, want 1: none after the first timed nothing", timed)
+	if profiled < 2 {
+		t.Fatalf("%d profiled run(s), %s: the test needs sampling to go on after the fallback", profiled, rep.Sampling.Stopped)
+	}
+	if timed != 1 || rep.Sampling.Runs != profiled || rep.Sampling.Profiled != 0 {
+		t.Errorf("%d timing runs and %d profiled, sampling %+v; want 1 timing run (none after the first timed nothing), every run profiled and counted", timed, profiled, rep.Sampling)
 	}
 	if rep.Timing == nil || len(rep.Timing.Metrics) != 0 || !strings.Contains(rep.Timing.Note, "the timing run timed no step") {
 		t.Errorf("report's timing %+v: want step time from the profiled runs, and why", rep.Timing)
@@ -209,5 +219,36 @@ func TestTimingOfStoresOnce(t *testing.T) {
 		if g := fmt.Sprint(timingOf(ex, i, 3)[0].StepMs); g != w || len(timingOf(ex, i, 3)) != 0 {
 			t.Errorf("fixed run %d: %s, want %s once", i+1, g, w)
 		}
+	}
+}
+
+// The profiling overhead leaves disturbed runs out where quiet ones of
+// their kind remain, and says when it comes from disturbed runs; below ×1
+// it is then no measurement (issue 37: a timing run at 1,042 ms against
+// ~300 ms, and "×0.30" reported without comment).
+func TestTimingOverheadDisturbed(t *testing.T) {
+	other, pressure := 1.8, 0.9
+	busy := &runcond.Conditions{NotSampled: "no nvidia-smi", Host: &runcond.Host{WallSec: 10, CPUs: 2, OtherCPU: &other, CPUPressure: &pressure, Steal: new(float64)}}
+	tr := func(ms float64, c *runcond.Conditions) gate.TimingRun {
+		return gate.TimingRun{StepMs: []float64{ms, ms, ms}, Ranks: 1, Clock: "host", Conditions: c}
+	}
+	runs := fixedRuns(330, 330)
+	m := gate.DefaultHostMargins
+
+	o := timingOverhead(m, runs, nil, []gate.TimingRun{tr(300, nil), tr(1042, busy), tr(300, nil)})
+	if o == nil || math.Abs(o.Ratio-1.1) > 1e-9 || o.Disturbed != "" {
+		t.Errorf("one disturbed timing run among quiet ones: %+v, want ×1.10 from the quiet ones", o)
+	}
+	o = timingOverhead(m, runs, nil, []gate.TimingRun{tr(1000, busy), tr(1100, busy)})
+	if o == nil || o.Ratio >= 1 || o.Disturbed != "every timing run was disturbed" {
+		t.Fatalf("every timing run disturbed: %+v, want a ratio below 1 said to come from disturbed runs", o)
+	}
+	if got := report.OverheadText(o); !strings.HasPrefix(got, "not measured: ×0.31, the profiled runs faster than the timing runs, comes from disturbed runs (every timing run was disturbed; ") {
+		t.Errorf("OverheadText = %q, want it flagged, not a measurement", got)
+	}
+	// A disturbed profiled run is left out the same way.
+	o = timingOverhead(m, fixedRuns(330, 900), []*runcond.Conditions{nil, busy}, []gate.TimingRun{tr(300, nil)})
+	if o == nil || math.Abs(o.Ratio-1.1) > 1e-9 || o.Disturbed != "" {
+		t.Errorf("one disturbed profiled run: %+v, want ×1.10 from the quiet one", o)
 	}
 }

@@ -252,7 +252,17 @@ func WriteCompareMarkdown(w io.Writer, r *gate.Report) error {
 		if r.Candidate.Runs == 1 {
 			runs = "run"
 		}
-		fmt.Fprintf(w, "### gpugate: ✅ **baseline recorded**\n\n%d %s recorded as the baseline of %s; pull requests are compared with them.\n", r.Candidate.Runs, runs, escape.CodeSpan(r.Recorded))
+		if r.Verdict == stats.Inconclusive {
+			// No run was quiet (pipeline.busyBaseline): stored, but not
+			// a baseline time can be judged by; the warning says it
+			// whole, above the footer that may be cut.
+			fmt.Fprintf(w, "### gpugate: ⚠️ **inconclusive: no quiet baseline run**\n\n%d %s stored as the baseline of %s, every one disturbed.\n", r.Candidate.Runs, runs, escape.CodeSpan(r.Recorded))
+			if len(r.Warnings) > 0 {
+				fmt.Fprintf(w, "\n> [!WARNING]\n> %s.\n", text(r.Warnings[0]))
+			}
+		} else {
+			fmt.Fprintf(w, "### gpugate: ✅ **baseline recorded**\n\n%d %s recorded as the baseline of %s; pull requests are compared with them.\n", r.Candidate.Runs, runs, escape.CodeSpan(r.Recorded))
+		}
 		writeConditionsMarkdown(w, r)
 		fmt.Fprintf(w, "\n<sub>%s.", text(sides(r)))
 		for _, wn := range r.Warnings {

@@ -33,6 +33,10 @@ func OverheadText(o *gate.Overhead) string {
 		medians = fmt.Sprintf("median step %.2f ms profiled, %.2f ms in the timing runs", o.ProfiledMs, o.UnprofiledMs)
 	}
 	switch {
+	case o.Disturbed != "" && o.Ratio < 1:
+		return fmt.Sprintf("not measured: ×%.2f, the profiled runs faster than the timing runs, comes from disturbed runs (%s; %s): a busy host, not the profiler", o.Ratio, o.Disturbed, medians)
+	case o.Disturbed != "":
+		return fmt.Sprintf("×%.2f from disturbed runs (%s; %s): the host's load as much as the profiler's cost", o.Ratio, o.Disturbed, medians)
 	case o.WithinNoise:
 		return fmt.Sprintf("within noise (%s; the steps' p10–p90 overlap: %.2f–%.2f ms profiled, %.2f–%.2f ms unprofiled)",
 			medians, o.ProfiledP10, o.ProfiledP90, o.UnprofiledP10, o.UnprofiledP90)

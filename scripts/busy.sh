@@ -9,7 +9,9 @@
 #
 # Tests whose outcome rests on timing must pass under it (STYLE.md §8):
 # a same-commit comparison is pass or inconclusive, a slowdown regression
-# or inconclusive with the interval's low end above 0.
+# or inconclusive with an interval that holds the slowdown (reaching past
+# the allowance), or no time verdict with its reason; a recording whose
+# every run was disturbed exits 3.
 set -uo pipefail
 if [ $# -eq 0 ]; then
 	echo "usage: bash scripts/busy.sh COMMAND [ARG...]" >&2

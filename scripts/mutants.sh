@@ -18,11 +18,12 @@ restore() { if [ -n "$cur" ]; then cp "$backup/file" "$cur"; fi; cur=; }
 trap 'restore; rm -rf "$backup"' EXIT
 survived=0
 
-# mutant FILE PACKAGE TESTS FROM TO WHAT: replace FROM by TO in FILE (once),
+# mutant FILE PACKAGE TESTS FROM TO WHAT: replace FROM (which may span
+# lines: $'…\n…') by TO in FILE (once),
 # run TESTS of PACKAGE, and require a failure.
 mutant() {
 	local file=$1 pkg=$2 tests=$3 from=$4 to=$5 what=$6
-	if ! grep -qF -- "$from" "$file"; then
+	if ! python3 -c 'import sys; sys.exit(sys.argv[2] not in open(sys.argv[1]).read())' "$file" "$from"; then
 		echo "MISSING  $what: '$from' not in $file (the code moved: update the mutant)"
 		survived=1
 		return
@@ -69,7 +70,7 @@ mutant pipeline/auto.go ./pipeline "$auto" 'if n >= w.MaxRuns {' 'if n > w.MaxRu
 	'repeat: auto makes one run more than max_runs'
 mutant pipeline/auto.go ./pipeline "$auto" 'if rep.Verdict != stats.Inconclusive {' 'if rep.Verdict != stats.Inconclusive && rep.Verdict != stats.Pass {' \
 	'repeat: auto samples on after a pass'
-mutant pipeline/auto.go ./pipeline "$auto" 'if base := needsBaseRuns(rep); base != "" {' 'if base := needsBaseRuns(rep); base == "-" {' \
+mutant pipeline/auto.go ./pipeline "$auto" 'if base := cannotSettle(rep); base != "" {' 'if base := cannotSettle(rep); base == "-" {' \
 	'the early stop for "needs baseline runs" removed'
 mutant pipeline/auto.go ./pipeline "$auto" 'stats.Thresholds{Alpha: lookAlpha, AutoAlpha: AutoAlpha, AutoMaxRuns: w.MaxRuns}' 'stats.Thresholds{Alpha: lookAlpha}' \
 	"advice computed at the looks' fixed α instead of the level each look would have"
@@ -85,7 +86,7 @@ mutant pipeline/ab.go ./pipeline TestSequentialAB 'func (p ABPlan) LookAlpha() f
 # Timing runs (issue 27, docs/verdicts.md §5d).
 mutant gate/gate.go ./gate 'TestCompareTimed$' 'useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0' 'useTiming := false && tim != nil' \
 	'step time judged on the profiled runs although both sides have timing runs'
-mutant gate/gate.go ./gate TestTimedClocksDiffer 'useTiming && bc != cc {' 'useTiming && bc != cc && false {' \
+mutant gate/timing.go ./gate TestTimedClocksDiffer $'case bc != cc:\n' $'case bc != cc && false:\n' \
 	'sides timed by different clocks compared'
 mutant gate/conditions.go ./gate TestTimingConditions 'if r.Conditions == nil || r.Timing == nil || len(r.Timing.Metrics) == 0 {' 'if true {' \
 	"the timing runs' run conditions ignored"
@@ -93,4 +94,32 @@ mutant pipeline/auto.go ./pipeline TestAutoTimingRuns 'if !p.timingOn(ex) || nee
 	'repeat: auto profiles every run although only step time is undecided'
 mutant pipeline/timing.go ./pipeline TestTimingOfStoresOnce 'return ex.Timing[from:to]' 'return ex.Timing[0:to]' \
 	'a timing run stored with every later profiled run'
+# Issue 37: the 12 mutants an independent review found surviving, and the
+# early stop projected from the estimate alone (what issue 37 replaced).
+mutant gate/rejudge.go ./gate TestRejudge 'th.Paired = false' 'th.Paired = true' \
+	'Rejudge pairing unrelated runs'
+mutant gate/timing.go ./gate TestTimedClocksMixed $'slices.Sort(cs)\n\treturn strings.Join(cs, ", ")' 'return strings.Join(cs, ", ")' \
+	'clocks compared unsorted'
+mutant gate/host.go ./gate TestCompareDisturbed 'm.Name == "gpu_util" || m.Name == "short_kernels"' 'm.Name == "short_kernels"' \
+	'gpu_util kept from disturbed runs'
+mutant gate/host.go ./gate TestReapplyHostTimed 'ok && IsTime(m) && !r.timed(m.Name) {' 'ok && IsTime(m) {' \
+	'ReapplyHost voiding a timed step_time'
+mutant stats/stats.go ./stats 'TestDecide|TestCompare' 'case bounded && hi < 0 && -w > limit:' 'case bounded && hi < 0:' \
+	'an improvement declared without the allowance'
+mutant stats/stats.go ./stats TestAutoAdviceBelowMaxRuns 'return j.autoA / float64(max(n, j.autoMax))' 'return j.autoA / float64(n)' \
+	"alphaAt's divisor n instead of max(n, max_runs)"
+mutant pipeline/auto.go ./pipeline TestAutoBudgetCountsNextRun 'elapsed+mean > budget' 'elapsed > budget' \
+	"repeat: auto's budget check ignoring the next run"
+mutant pipeline/ab.go ./pipeline TestABBudgetCountsNextPair 'time.Since(start)+mean > plan.Budget' 'time.Since(start) > plan.Budget' \
+	"ab's budget check ignoring the next pair"
+mutant pipeline/timing.go ./pipeline TestAutoTimingFallsBack 'return p.timing() && ex.TimingWhy == ""' 'return p.timing()' \
+	'timingOn ignoring TimingWhy'
+mutant pipeline/ab.go ./pipeline TestABTimingPairs '(i > 0 && (plan.Fixed || i <= plan.MinPairs || needsProfiles(rep)))' '(i > 1 && (plan.Fixed || i <= plan.MinPairs || needsProfiles(rep)))' \
+	'ab making one profiled pair too few'
+mutant pipeline/ab.go ./pipeline TestABTimingPairs $'if i == 0 {\n\t\t\t\t\tcontinue\n\t\t\t\t}\n\t\t\t\tif s.Name == "base" {\n\t\t\t\t\tbaseTiming' $'if s.Name == "base" {\n\t\t\t\t\tbaseTiming' \
+	'ab keeping the warm-up timing pair'
+mutant action/judge.go ./action TestJudgeDisturbedRuns $'rep.ReapplyHost()\n\trederive(rep)' 'rederive(rep)' \
+	"the trusted phase's ReapplyHost removed"
+mutant pipeline/auto.go ./pipeline TestAutoPowerManyRuns 'm.NeedBaseRuns > 0 && m.CannotSettle' 'm.NeedBaseRuns > 0' \
+	'repeat: auto stopping early on the estimate alone ("needs baseline runs" at the estimate so far)'
 exit $survived

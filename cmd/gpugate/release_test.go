@@ -110,7 +110,20 @@ func TestVersionFromTaggedClone(t *testing.T) {
 	bin := t.TempDir()
 	install := exec.Command("go", "install", "./cmd/gpugate")
 	install.Dir = clone
-	install.Env = append(os.Environ(), "GOBIN="+bin, "GOPROXY=off", "GOFLAGS=-mod=readonly", "GOWORK=off", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
+	// What README's Install paragraph says a tagged build needs:
+	//   - -buildvcs=true: a go env file (or GOFLAGS) may turn the VCS
+	//     stamp off, as this machine's does (GOFLAGS=-buildvcs=false); the
+	//     environment's GOFLAGS replaces the file's;
+	//   - a GOPROXY other than "off": with GOPROXY=off the go command
+	//     names the commit by a pseudo-version it cached for the same
+	//     commit before it was tagged (modfetch.readDiskStat's fallback),
+	//     as issue 37 saw on a fresh clone of a commit built before
+	//     (gpugate v0.0.0-20261203223437-f4909b6a7818). An empty file://
+	//     proxy keeps the build off the network all the same: the
+	//     dependencies come from the module cache, and the version from
+	//     the clone's own tags.
+	noProxy := "file://" + filepath.ToSlash(t.TempDir())
+	install.Env = append(os.Environ(), "GOBIN="+bin, "GOPROXY="+noProxy, "GOFLAGS=-mod=readonly -buildvcs=true", "GOWORK=off", "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("go install: %v\n%s", err, out)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"github.com/gpugate/gpugate/internal/pgtest"
 	"os"
@@ -87,6 +88,26 @@ func TestScript(t *testing.T) {
 			// honest same FILE | honest slower METRIC FILE: the honest
 			// outcomes of a timing test, with their numbers (honest_test.go).
 			"honest": honest,
+			// record PROG ARGS... runs a recording (baseline refresh,
+			// run -record-baseline) as exec does, and accepts exit 0, or
+			// exit 3 with "no quiet baseline run" on stderr: on a busy
+			// host every run may be disturbed, and the recording is then
+			// inconclusive though stored (issue 37). Any other exit fails.
+			"record": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) == 0 {
+					ts.Fatalf("usage: record PROG ARGS...")
+				}
+				err := ts.Exec(args[0], args[1:]...)
+				if err == nil {
+					return
+				}
+				var ee *exec.ExitError
+				if errors.As(err, &ee) && ee.ExitCode() == 3 && strings.Contains(ts.ReadFile("stderr"), "no quiet baseline run") {
+					ts.Logf("the recording exited 3: no quiet baseline run (a busy host)")
+					return
+				}
+				ts.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, ts.ReadFile("stderr"))
+			},
 			// noproc MARKER fails if a process whose command line contains
 			// MARKER is alive: what a killed job must not leave behind.
 			"noproc": func(ts *testscript.TestScript, neg bool, args []string) {
