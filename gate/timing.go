@@ -29,6 +29,17 @@ type TimingRun struct {
 	// the host): a timing run on a busy host is disturbed as a profiled
 	// run is.
 	Conditions *runcond.Conditions `json:"conditions,omitempty"`
+	// WaitMs are, per step, how long the job's threads waited in a CPU run
+	// queue (schedstat, read by the step hook at each boundary): the time
+	// other work on a busy host can have taken from the step. Ranks
+	// combined so that StepMs[i] - WaitMs[i] is the largest of the ranks'
+	// step times less their wait. CPUMs are the job's CPU time per step,
+	// the ranks' summed. Both nil when not measured (a step_log clock, a
+	// kernel without schedstat, a run stored before gpugate measured
+	// them); else as long as StepMs. The contention rule (contention.go)
+	// judges a disturbed candidate run by them.
+	WaitMs []float64 `json:"wait_ms,omitempty"`
+	CPUMs  []float64 `json:"cpu_ms,omitempty"`
 }
 
 // Clocks a timing run may name (runner.Clock*, and "mixed" for ranks
@@ -62,6 +73,19 @@ func CheckTimingRuns(runs []TimingRun) error {
 		for k, x := range r.StepMs {
 			if !(x > 0 && x <= MaxStepMs) {
 				return fmt.Errorf("timing_runs[%d]: step %d: %v ms is not a step time (above 0, at most %.0g ms)", i, k+1, x, MaxStepMs)
+			}
+		}
+		for _, f := range []struct {
+			name string
+			xs   []float64
+		}{{"wait_ms", r.WaitMs}, {"cpu_ms", r.CPUMs}} {
+			if f.xs != nil && len(f.xs) != len(r.StepMs) {
+				return fmt.Errorf("timing_runs[%d]: %d steps but %d %s", i, len(r.StepMs), len(f.xs), f.name)
+			}
+			for k, x := range f.xs {
+				if !(x >= 0 && x <= MaxStepMs) {
+					return fmt.Errorf("timing_runs[%d]: step %d: %s %v is not a time (0 to %.0g ms)", i, k+1, f.name, x, MaxStepMs)
+				}
 			}
 		}
 	}
@@ -107,7 +131,13 @@ type Timing struct {
 	// Disturbed are the timing runs whose host was busy, by side;
 	// omitted when none was.
 	Disturbed *Disturbed `json:"disturbed,omitempty"`
-	Note      string     `json:"note,omitempty"`
+	// Contended: a side had no quiet timing run, and step time was judged
+	// by the contention rule (contention.go) on the candidate runs' step
+	// times less their measured wait, ÷ 1 + ContentionMargin; set only
+	// when that found a regression.
+	Contended        bool    `json:"contended,omitempty"`
+	ContentionMargin float64 `json:"contention_margin,omitempty"`
+	Note             string  `json:"note,omitempty"`
 }
 
 // Text says it in a sentence, for reports.
@@ -204,7 +234,15 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 	d := rep.timingDisturbed()
 	b, c, qb, qc := d.quietTiming(t.Base, t.Cand, th.Paired)
 	res := stats.Compare(spec, b, c, th)
-	res.Notes = append(res.Notes, fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand)))
+	from := fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand))
+	res.Notes = append(res.Notes, from)
+	if d.any() && (qb == 0 || qc == 0) {
+		if cres, ok := compareContended(spec, t, d, th); ok {
+			rep.Timing.Contended, rep.Timing.ContentionMargin = true, t.Margins.Contention
+			cres.Notes = append([]string{from}, cres.Notes...)
+			return cres
+		}
+	}
 	if d.any() {
 		hostBusyResult(&res, d, qb, qc)
 	}
@@ -218,7 +256,13 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 // (Rejudge) judges what the gate judged.
 func (rep *Report) JudgedSamples(m analysis.Metric, base, cand []Run, bt, ct []TimingRun) (bs, cs [][]float64) {
 	if rep.timed(m.Name) {
-		b, c, _, _ := rep.timingDisturbed().quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
+		d := rep.timingDisturbed()
+		if rep.Timing.Contended {
+			if b, c, ok := contendedSamples(bt, ct, d, rep.Timing.ContentionMargin, rep.SampleUnit == stats.UnitPair); ok {
+				return b, c
+			}
+		}
+		b, c, _, _ := d.quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
 		return b, c
 	}
 	jb, jc := rep.JudgedRuns(m, base, cand)
