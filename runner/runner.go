@@ -544,12 +544,17 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if repW != nil {
 		repW.Close()
 	}
+	var sched *jobSched
 	if !job.Plain && job.Slurm == nil { // Slurm: on each node (slurm.go)
 		smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+		sched = startJobSched(cmd.Process.Pid)
 		defer func() {
 			res.Conditions = smi.Stop()
 			if !hostEnd.at.IsZero() {
 				res.Conditions.Host = hostConditions(hostStart, hostEnd)
+				if sched != nil {
+					sched.fill(res.Conditions.Host)
+				}
 			}
 		}()
 	}
@@ -676,6 +681,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	res.Killed = append(res.Killed, killLeftovers(cmd.Process.Pid, token, before)...)
 	if !job.Plain {
 		hostEnd = readHost()
+		if sched != nil {
+			sched.Stop()
+		}
 	}
 	if len(res.Killed) > 0 {
 		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s\n", job.Name, len(res.Killed), strings.Join(res.Killed, ", "))
