@@ -14,7 +14,7 @@ import (
 // sibling, the scheduler's own work). Measured by
 // scripts/contention-margin.sh (docs/verdicts.md §5c); perf.yaml
 // host.contention_margin sets it.
-const DefaultContentionMargin = 0.50
+const DefaultContentionMargin = 0.60
 
 // contentionFloor is a lower bound on the step times a disturbed timing
 // run would have measured on a quiet host: each step less the run-queue

@@ -51,7 +51,7 @@ func TestContentionRule(t *testing.T) {
 	}
 
 	// 30 ms of data loading a step on top of 20 ms, beside hogs: steps of
-	// 120 ms, 70 of them waiting. (120-70)/1.5 = 33 ms > 20 ms × 1.15.
+	// 120 ms, 70 of them waiting. (120-70)/1.6 = 31 ms > 20 ms × 1.15.
 	slow := busyTimed([]float64{120, 118, 122}, []float64{70, 69, 71}, 3)
 	rep := Compare(base, base[:1], opts(slow))
 	st := rep.metric("step_time")
@@ -61,7 +61,7 @@ func TestContentionRule(t *testing.T) {
 	if !rep.Timing.Contended || rep.Timing.ContentionMargin != DefaultContentionMargin {
 		t.Errorf("Timing %+v, want contended with the default margin", rep.Timing)
 	}
-	if want := 50.0 / 1.5; math.Abs(st.Candidate.Value-want) > 0.1 {
+	if want := 50.0 / (1 + DefaultContentionMargin); math.Abs(st.Candidate.Value-want) > 0.1 {
 		t.Errorf("candidate value %v, want the floor %v", st.Candidate.Value, want)
 	}
 	if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "less the run-queue wait its threads measured (70.0 ms a step") }) ||
@@ -72,7 +72,7 @@ func TestContentionRule(t *testing.T) {
 	// floors, and the regression stands.
 	m, _ := analysis.MetricByName("step_time")
 	bs, cs := rep.JudgedSamples(m, base, base[:1], bt, slow)
-	if len(bs) != 5 || len(cs) != 3 || math.Abs(cs[0][0]-50/1.5) > 1e-9 {
+	if len(bs) != 5 || len(cs) != 3 || math.Abs(cs[0][0]-50/(1+DefaultContentionMargin)) > 1e-9 {
 		t.Fatalf("judged samples %v / %v, want the baseline and the candidate's floors", bs, cs)
 	}
 	re, err := Rejudge(*st, bs, cs, Options{})
