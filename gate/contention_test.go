@@ -64,7 +64,9 @@ func TestContentionRule(t *testing.T) {
 	if want := 50.0 / (1 + DefaultContentionMargin); math.Abs(st.Candidate.Value-want) > 0.1 {
 		t.Errorf("candidate value %v, want the floor %v", st.Candidate.Value, want)
 	}
-	if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "less the run-queue wait its threads measured (70.0 ms a step") }) ||
+	if !slices.ContainsFunc(st.Notes, func(n string) bool {
+		return strings.Contains(n, "less the run-queue wait its threads measured (70.0 ms a step")
+	}) ||
 		!slices.Contains(st.Notes, contendedNote) {
 		t.Errorf("notes %q: want the wait taken off and what it means", st.Notes)
 	}
