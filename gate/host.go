@@ -50,10 +50,29 @@ var DefaultHostMargins = HostMargins{OtherCPU: 0.25, CPUPressure: 0.20, Pressure
 // stored before gpugate sampled the host disturbs nothing: nothing is
 // known).
 func HostBusy(c *runcond.Conditions, m HostMargins) string {
-	if c == nil || c.Host == nil || c.Host.NotSampled != "" {
+	if c == nil {
 		return ""
 	}
-	h := c.Host
+	why := hostBusyWhy(c.Host, m)
+	// A Slurm job's nodes, each sampled on the node: the run is disturbed
+	// when any of them was busy, named.
+	for _, h := range c.HostNodes {
+		if w := hostBusyWhy(h, m); len(w) > 0 {
+			why = append(why, "node "+h.Node+": "+strings.Join(w, ", "))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the host was busy: " + strings.Join(why, ", ") + " during the run"
+}
+
+// hostBusyWhy says what was beyond the margins on one machine; nothing
+// for nil or a machine not sampled.
+func hostBusyWhy(h *runcond.Host, m HostMargins) []string {
+	if h == nil || h.NotSampled != "" {
+		return nil
+	}
 	var why []string
 	other := -1.0
 	if h.OtherCPU != nil && h.CPUs > 0 {
@@ -75,10 +94,7 @@ func HostBusy(c *runcond.Conditions, m HostMargins) string {
 	if h.Throttled != nil && *h.Throttled >= m.Throttled && m.Throttled < 1 {
 		why = append(why, fmt.Sprintf("its cgroup was CPU-throttled in %.0f%% of periods", *h.Throttled*100))
 	}
-	if len(why) == 0 {
-		return ""
-	}
-	return "the host was busy: " + strings.Join(why, ", ") + " during the run"
+	return why
 }
 
 // Disturbances is HostBusy of each run, in order.

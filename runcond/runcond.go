@@ -35,6 +35,10 @@ type Conditions struct {
 	// a run stored before gpugate sampled it. It is sampled whether or
 	// not nvidia-smi is: Sampled speaks of the GPUs only.
 	Host *Host `json:"host,omitempty"`
+	// HostNodes are the host figures of each node of a Slurm job (Node
+	// set), sampled on the node as nvidia-smi is; Host is then nil. A run
+	// is disturbed when any node was busy.
+	HostNodes []*Host `json:"host_nodes,omitempty"`
 }
 
 // GPUConditions summarizes one GPU's samples. Values nvidia-smi reported as

@@ -86,6 +86,9 @@ type Job struct {
 	// Slurm, when set, runs the job as the tasks of one Slurm job step
 	// (slurm.go).
 	Slurm *Slurm
+	// token, when set, is the run's GPUGATE_JOB_TOKEN (run makes one
+	// otherwise): under Slurm the node samplers know the job's tasks by it.
+	token string
 	// Timing makes a run of profiler None a timing run: gpugate's step
 	// hook times the steps that a profiled run measures (WarmupSteps,
 	// MeasureSteps) at the optimizer step, with no profiler
@@ -470,7 +473,10 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if err := notDumpable(); err != nil {
 		return fmt.Errorf("job %s: mark gpugate non-dumpable: %w", job.Name, err)
 	}
-	token := escape.Token(16)
+	token := job.token
+	if token == "" {
+		token = escape.Token(16)
+	}
 	iso := chooseIsolation()
 	hide := hiddenFiles(job.Hide)
 	res.Isolation = iso.what

@@ -236,12 +236,29 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 		}
 		samplers[n.Name] = StartSMI(ctx, SMIOptions{Path: wrapper, Owned: func(int) (bool, bool) { return false, false }})
 	}
+	// The host's CPUs per node, in a step of their own too
+	// (slurmhost.go): the job's tasks are known there by the run's token.
+	job.token = escape.Token(16)
+	hosts := map[string]*nodeHost{}
+	for _, n := range nodes {
+		h, err := startNodeHost(ctx, job, sl, info.JobID, name, n.Name, job.token)
+		if err != nil {
+			say("warning: no host conditions of node %s: %s", escape.Terminal(n.Name), escape.Terminal(err.Error()))
+			continue
+		}
+		hosts[n.Name] = h
+	}
 	defer func() {
 		per := map[string]*runcond.Conditions{}
 		for node, s := range samplers {
 			per[node] = s.Stop()
 		}
 		res.Conditions = nodeConditions(nodes, per)
+		for _, n := range nodes {
+			if h := hosts[n.Name]; h != nil {
+				res.Conditions.HostNodes = append(res.Conditions.HostNodes, h.stop())
+			}
+		}
 	}()
 	say("step: %s", escape.Terminal(strings.Join(step, " ")))
 	err = run(ctx, job, step, env, res)
