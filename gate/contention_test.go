@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpugate/gpugate/analysis"
+	"github.com/gpugate/gpugate/runcond"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -176,5 +177,42 @@ func TestContentionSameCodeNeverRegresses(t *testing.T) {
 	// leaning faster. None in 2000.
 	if regress > 0 || decided > 0 {
 		t.Errorf("same code beside other work: %d regressions (%d by the contention rule) in 2000 trials, want 0", regress, decided)
+	}
+}
+
+// A stored timing run's waits are read through CheckTimingRuns too: an
+// imported one with a wait per step missing or negative never reaches the
+// rule.
+func TestCheckTimingRunsWaits(t *testing.T) {
+	ok := TimingRun{StepMs: []float64{1, 2}, WaitMs: []float64{0, 1.5}, CPUMs: []float64{1, 1}, Ranks: 1, Clock: "host"}
+	if err := CheckTimingRuns([]TimingRun{ok}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		r    TimingRun
+		want string
+	}{
+		{TimingRun{StepMs: []float64{1, 2}, WaitMs: []float64{0}, Ranks: 1, Clock: "host"}, "2 steps but 1 wait_ms"},
+		{TimingRun{StepMs: []float64{1}, WaitMs: []float64{-1}, Ranks: 1, Clock: "host"}, "wait_ms -1 is not a time"},
+		{TimingRun{StepMs: []float64{1}, CPUMs: []float64{math.NaN()}, Ranks: 1, Clock: "host"}, "cpu_ms NaN is not a time"},
+	} {
+		if err := CheckTimingRuns([]TimingRun{tc.r}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CheckTimingRuns(%+v) = %v, want %q", tc.r, err, tc.want)
+		}
+	}
+}
+
+// A Slurm run's hosts are its nodes': the run is disturbed when any node
+// was busy, and the reason names it.
+func TestHostBusyNodes(t *testing.T) {
+	quiet, busy := hostCond(0.01, 0.01).Host, hostCond(1.8, 0.95).Host
+	quiet.Node, busy.Node = "n1", "n2"
+	c := &runcond.Conditions{HostNodes: []*runcond.Host{quiet, busy}}
+	if got, want := HostBusy(c, DefaultHostMargins), "the host was busy: node n2: other processes used 1.8 of 2 CPUs, CPU pressure 95% during the run"; got != want {
+		t.Errorf("HostBusy = %q, want %q", got, want)
+	}
+	c.HostNodes = c.HostNodes[:1]
+	if got := HostBusy(c, DefaultHostMargins); got != "" {
+		t.Errorf("quiet node: HostBusy = %q, want quiet", got)
 	}
 }
