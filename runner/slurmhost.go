@@ -24,7 +24,9 @@ import (
 // the processes whose environment holds the run's token ($1) and this
 // node's name (SLURMD_NODENAME=$2, set by slurmstepd for a task: not for
 // srun on the submitting host, nor for another node's tasks where two
-// nodes share a host). Only sh, grep, cat, head, date and sleep: the
+// nodes share a host; srun itself matches only when gpugate runs inside
+// a batch step on one of the job's nodes, and adds its little CPU time to
+// the job's there). Only sh, grep, cat, head, date and sleep: the
 // nodes need no gpugate of their own. A block ends with "end", so that a
 // block cut off by the step's end is never read.
 const slurmHostScript = `tok="GPUGATE_JOB_TOKEN=$1"; node="SLURMD_NODENAME=$2"
