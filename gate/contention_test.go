@@ -62,6 +62,9 @@ func TestContentionRule(t *testing.T) {
 	if !rep.Timing.Contended || rep.Timing.ContentionMargin != DefaultContentionMargin {
 		t.Errorf("Timing %+v, want contended with the default margin", rep.Timing)
 	}
+	if txt := rep.Timing.Text(); !strings.Contains(txt, "step_time judged on the candidate's steps less the run-queue wait its threads measured, ÷ 1.60") {
+		t.Errorf("Timing.Text() = %q, want the rule said", txt)
+	}
 	if want := 50.0 / (1 + DefaultContentionMargin); math.Abs(st.Candidate.Value-want) > 0.1 {
 		t.Errorf("candidate value %v, want the floor %v", st.Candidate.Value, want)
 	}

@@ -150,6 +150,9 @@ func (t *Timing) Text() string {
 	}
 	s := fmt.Sprintf("%s from %d baseline and %d candidate timing run(s) (no profiler, steps timed by %s); every other metric from %d baseline and %d candidate profiled run(s)",
 		strings.Join(t.Metrics, ", "), t.BaseRuns, t.CandRuns, t.Clock, t.BaseProfiled, t.CandProfiled)
+	if t.Contended {
+		s += fmt.Sprintf("; every run of a side was disturbed: step_time judged on the candidate's steps less the run-queue wait its threads measured, ÷ %.2f (docs/verdicts.md §5c)", 1+t.ContentionMargin)
+	}
 	if t.Note != "" {
 		s += "; " + t.Note
 	}
