@@ -89,6 +89,9 @@ type Job struct {
 	// token, when set, is the run's GPUGATE_JOB_TOKEN (run makes one
 	// otherwise): under Slurm the node samplers know the job's tasks by it.
 	token string
+	// afterExit, when set, is called once the job's processes have ended,
+	// before what they left is swept (Slurm's node samplers stop there).
+	afterExit func()
 	// Timing makes a run of profiler None a timing run: gpugate's step
 	// hook times the steps that a profiled run measures (WarmupSteps,
 	// MeasureSteps) at the optimizer step, with no profiler
@@ -667,6 +670,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// or started in a session of its own (a setsid daemon) goes with it;
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if job.afterExit != nil {
+		job.afterExit()
+	}
 	var rep *initReport
 	var repErr error
 	if repR != nil {

@@ -248,17 +248,29 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 		}
 		hosts[n.Name] = h
 	}
+	// The host samplers stop as soon as the job's step has ended (their
+	// last reading is then the job's end), before gpugate sweeps what the
+	// job left: where slurmd runs below gpugate (a test cluster), the
+	// sweep would take their slurmstepd for the job's and kill it, and the
+	// steps would never end.
+	var hostNodes []*runcond.Host
+	stopHosts := func() {
+		for _, n := range nodes {
+			if h := hosts[n.Name]; h != nil {
+				hostNodes = append(hostNodes, h.stop())
+				delete(hosts, n.Name)
+			}
+		}
+	}
+	job.afterExit = stopHosts
 	defer func() {
 		per := map[string]*runcond.Conditions{}
 		for node, s := range samplers {
 			per[node] = s.Stop()
 		}
 		res.Conditions = nodeConditions(nodes, per)
-		for _, n := range nodes {
-			if h := hosts[n.Name]; h != nil {
-				res.Conditions.HostNodes = append(res.Conditions.HostNodes, h.stop())
-			}
-		}
+		stopHosts() // the job did not start: nothing stopped them yet
+		res.Conditions.HostNodes = hostNodes
 	}()
 	say("step: %s", escape.Terminal(strings.Join(step, " ")))
 	err = run(ctx, job, step, env, res)

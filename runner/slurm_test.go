@@ -364,7 +364,7 @@ func TestSlurmInsideAllocation(t *testing.T) {
 	}
 	steps, _ := exec.Command("squeue", "--noheader", "--steps", "--format=%i %j").CombinedOutput()
 	if strings.Contains(string(steps), "gpugate-") {
-		t.Errorf("gpugate's steps outlived Run: %s", steps)
+		t.Errorf("gpugate's steps outlived Run: %s\n%s", steps, log.String())
 	}
 }
 
