@@ -197,6 +197,12 @@ type Host struct {
 	// Throttled: the share of the cgroup's quota periods throttled
 	// (default 10%).
 	Throttled *Percent `yaml:"cpu_throttled"`
+	// ContentionMargin: the slowdown beside other work that the job's
+	// measured run-queue wait leaves unexplained, a share of the quiet
+	// step (default 60%, measured on the development VM; more on hosts
+	// with SMT siblings); the contention rule judges disturbed candidate
+	// runs with it (docs/verdicts.md §5c).
+	ContentionMargin *Percent `yaml:"contention_margin"`
 }
 
 // Command is an argv, or a shell string.

@@ -32,11 +32,17 @@ type HostMargins struct {
 	// Throttled: the cgroup's CPU quota throttled it in at least this
 	// share of its periods.
 	Throttled float64
+	// Contention is not a bound of a quiet host but the slowdown beside
+	// other work that the job's measured run-queue wait leaves unexplained
+	// (a share of the quiet step): the contention rule (contention.go)
+	// judges disturbed candidate timing runs with it.
+	Contention float64
 }
 
 // DefaultHostMargins are the margins perf.yaml's host: section starts
 // from; docs/verdicts.md gives the measurements behind them.
-var DefaultHostMargins = HostMargins{OtherCPU: 0.25, CPUPressure: 0.20, PressureOther: 0.10, Steal: 0.10, Throttled: 0.10}
+var DefaultHostMargins = HostMargins{OtherCPU: 0.25, CPUPressure: 0.20, PressureOther: 0.10, Steal: 0.10, Throttled: 0.10,
+	Contention: DefaultContentionMargin}
 
 // HostBusy says why a run's host was busy beyond the margins ("the host
 // was busy: other processes used 1.4 of 2 CPUs, CPU pressure 86% during
@@ -44,10 +50,29 @@ var DefaultHostMargins = HostMargins{OtherCPU: 0.25, CPUPressure: 0.20, Pressure
 // stored before gpugate sampled the host disturbs nothing: nothing is
 // known).
 func HostBusy(c *runcond.Conditions, m HostMargins) string {
-	if c == nil || c.Host == nil || c.Host.NotSampled != "" {
+	if c == nil {
 		return ""
 	}
-	h := c.Host
+	why := hostBusyWhy(c.Host, m)
+	// A Slurm job's nodes, each sampled on the node: the run is disturbed
+	// when any of them was busy, named.
+	for _, h := range c.HostNodes {
+		if w := hostBusyWhy(h, m); len(w) > 0 {
+			why = append(why, "node "+h.Node+": "+strings.Join(w, ", "))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the host was busy: " + strings.Join(why, ", ") + " during the run"
+}
+
+// hostBusyWhy says what was beyond the margins on one machine; nothing
+// for nil or a machine not sampled.
+func hostBusyWhy(h *runcond.Host, m HostMargins) []string {
+	if h == nil || h.NotSampled != "" {
+		return nil
+	}
 	var why []string
 	other := -1.0
 	if h.OtherCPU != nil && h.CPUs > 0 {
@@ -69,10 +94,7 @@ func HostBusy(c *runcond.Conditions, m HostMargins) string {
 	if h.Throttled != nil && *h.Throttled >= m.Throttled && m.Throttled < 1 {
 		why = append(why, fmt.Sprintf("its cgroup was CPU-throttled in %.0f%% of periods", *h.Throttled*100))
 	}
-	if len(why) == 0 {
-		return ""
-	}
-	return "the host was busy: " + strings.Join(why, ", ") + " during the run"
+	return why
 }
 
 // Disturbances is HostBusy of each run, in order.
@@ -288,9 +310,16 @@ func (r *Report) ReapplyHost() {
 	if t := r.Timing; t != nil && t.Disturbed != nil {
 		qb, qc := t.Disturbed.quietIdx(t.BaseRuns, t.CandRuns, paired)
 		for i, res := range r.Metrics {
-			if r.timed(res.Name) {
-				hostBusyResult(&r.Metrics[i], *t.Disturbed, len(qb), len(qc))
+			if !r.timed(res.Name) {
+				continue
 			}
+			if t.Contended && (len(qb) == 0 || len(qc) == 0) && res.Verdict == stats.Regression {
+				// Judged again on the contention floors it was judged
+				// on (JudgedSamples): a regression stands.
+				r.Metrics[i].Notes = append(r.Metrics[i].Notes, contendedNote)
+				continue
+			}
+			hostBusyResult(&r.Metrics[i], *t.Disturbed, len(qb), len(qc))
 		}
 	}
 	if r.HostBusy == nil {

@@ -29,6 +29,17 @@ type TimingRun struct {
 	// the host): a timing run on a busy host is disturbed as a profiled
 	// run is.
 	Conditions *runcond.Conditions `json:"conditions,omitempty"`
+	// WaitMs are, per step, how long the job's threads waited in a CPU run
+	// queue (schedstat, read by the step hook at each boundary): the time
+	// other work on a busy host can have taken from the step. Ranks
+	// combined so that StepMs[i] - WaitMs[i] is the largest of the ranks'
+	// step times less their wait. CPUMs are the job's CPU time per step,
+	// the ranks' summed. Both nil when not measured (a step_log clock, a
+	// kernel without schedstat, a run stored before gpugate measured
+	// them); else as long as StepMs. The contention rule (contention.go)
+	// judges a disturbed candidate run by them.
+	WaitMs []float64 `json:"wait_ms,omitempty"`
+	CPUMs  []float64 `json:"cpu_ms,omitempty"`
 }
 
 // Clocks a timing run may name (runner.Clock*, and "mixed" for ranks
@@ -62,6 +73,19 @@ func CheckTimingRuns(runs []TimingRun) error {
 		for k, x := range r.StepMs {
 			if !(x > 0 && x <= MaxStepMs) {
 				return fmt.Errorf("timing_runs[%d]: step %d: %v ms is not a step time (above 0, at most %.0g ms)", i, k+1, x, MaxStepMs)
+			}
+		}
+		for _, f := range []struct {
+			name string
+			xs   []float64
+		}{{"wait_ms", r.WaitMs}, {"cpu_ms", r.CPUMs}} {
+			if f.xs != nil && len(f.xs) != len(r.StepMs) {
+				return fmt.Errorf("timing_runs[%d]: %d steps but %d %s", i, len(r.StepMs), len(f.xs), f.name)
+			}
+			for k, x := range f.xs {
+				if !(x >= 0 && x <= MaxStepMs) {
+					return fmt.Errorf("timing_runs[%d]: step %d: %s %v is not a time (0 to %.0g ms)", i, k+1, f.name, x, MaxStepMs)
+				}
 			}
 		}
 	}
@@ -107,7 +131,13 @@ type Timing struct {
 	// Disturbed are the timing runs whose host was busy, by side;
 	// omitted when none was.
 	Disturbed *Disturbed `json:"disturbed,omitempty"`
-	Note      string     `json:"note,omitempty"`
+	// Contended: a side had no quiet timing run, and step time was judged
+	// by the contention rule (contention.go) on the candidate runs' step
+	// times less their measured wait, ÷ 1 + ContentionMargin; set only
+	// when that found a regression.
+	Contended        bool    `json:"contended,omitempty"`
+	ContentionMargin float64 `json:"contention_margin,omitempty"`
+	Note             string  `json:"note,omitempty"`
 }
 
 // Text says it in a sentence, for reports.
@@ -120,6 +150,9 @@ func (t *Timing) Text() string {
 	}
 	s := fmt.Sprintf("%s from %d baseline and %d candidate timing run(s) (no profiler, steps timed by %s); every other metric from %d baseline and %d candidate profiled run(s)",
 		strings.Join(t.Metrics, ", "), t.BaseRuns, t.CandRuns, t.Clock, t.BaseProfiled, t.CandProfiled)
+	if t.Contended {
+		s += fmt.Sprintf("; every run of a side was disturbed: step_time judged on the candidate's steps less the run-queue wait its threads measured, ÷ %.2f (docs/verdicts.md §5c)", 1+t.ContentionMargin)
+	}
 	if t.Note != "" {
 		s += "; " + t.Note
 	}
@@ -222,7 +255,15 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 	d := rep.timingDisturbed()
 	b, c, qb, qc := d.quietTiming(t.Base, t.Cand, th.Paired)
 	res := stats.Compare(spec, b, c, th)
-	res.Notes = append(res.Notes, fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand)))
+	from := fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand))
+	res.Notes = append(res.Notes, from)
+	if d.any() && (qb == 0 || qc == 0) {
+		if cres, ok := compareContended(spec, t, d, th); ok {
+			rep.Timing.Contended, rep.Timing.ContentionMargin = true, t.Margins.Contention
+			cres.Notes = append([]string{from}, cres.Notes...)
+			return cres
+		}
+	}
 	if d.any() {
 		hostBusyResult(&res, d, qb, qc)
 	}
@@ -242,7 +283,15 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 // metric with an empty side as no time verdict (action/judge.go).
 func (rep *Report) JudgedSamples(m analysis.Metric, base, cand []Run, bt, ct []TimingRun) (bs, cs [][]float64) {
 	if rep.timed(m.Name) {
-		b, c, qb, qc := rep.timingDisturbed().quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
+		d := rep.timingDisturbed()
+		if rep.Timing.Contended {
+			// A regression found on the contention floors: its samples
+			// are the floors and the baseline as measured (§5c).
+			if b, c, ok := contendedSamples(bt, ct, d, rep.Timing.ContentionMargin, rep.SampleUnit == stats.UnitPair); ok {
+				return b, c
+			}
+		}
+		b, c, qb, qc := d.quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
 		return noneIfNoQuiet(b, qb), noneIfNoQuiet(c, qc)
 	}
 	if rep.HostBusy != nil && IsTime(m) {

@@ -74,7 +74,7 @@ func HostMargins(c *config.Config) gate.HostMargins {
 	for _, f := range []struct {
 		v   *config.Percent
 		dst *float64
-	}{{c.Host.OtherCPU, &m.OtherCPU}, {c.Host.CPUPressure, &m.CPUPressure}, {c.Host.PressureOther, &m.PressureOther}, {c.Host.Steal, &m.Steal}, {c.Host.Throttled, &m.Throttled}} {
+	}{{c.Host.OtherCPU, &m.OtherCPU}, {c.Host.CPUPressure, &m.CPUPressure}, {c.Host.PressureOther, &m.PressureOther}, {c.Host.Steal, &m.Steal}, {c.Host.Throttled, &m.Throttled}, {c.Host.ContentionMargin, &m.Contention}} {
 		if f.v != nil {
 			*f.dst = float64(*f.v)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,9 +88,24 @@ func timingRun(res *runner.Result, warmup, measure int) (*gate.TimingRun, string
 		if len(cl) > 1 { // some ranks on CUDA, some not
 			tr.Clock = "mixed"
 		}
+		sched := true
+		for _, t := range res.Timing {
+			sched = sched && t.WaitMs != nil && t.CPUMs != nil
+		}
+		if sched {
+			tr.WaitMs, tr.CPUMs = make([]float64, n), make([]float64, n)
+		}
 		for i := range tr.StepMs {
+			left := math.Inf(-1) // the largest of the ranks' step less its wait
 			for _, t := range res.Timing {
 				tr.StepMs[i] = max(tr.StepMs[i], t.StepMs[i])
+				if sched {
+					left = max(left, t.StepMs[i]-t.WaitMs[i])
+					tr.CPUMs[i] += t.CPUMs[i]
+				}
+			}
+			if sched {
+				tr.WaitMs[i] = tr.StepMs[i] - left
 			}
 		}
 		return tr, ""

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runcond"
+	"github.com/gpugate/gpugate/runner"
 	"github.com/gpugate/gpugate/stats"
 )
 
@@ -250,5 +252,29 @@ func TestTimingOverheadDisturbed(t *testing.T) {
 	o = timingOverhead(m, fixedRuns(330, 900), []*runcond.Conditions{nil, busy}, []gate.TimingRun{tr(300, nil)})
 	if o == nil || math.Abs(o.Ratio-1.1) > 1e-9 || o.Disturbed != "" {
 		t.Errorf("one disturbed profiled run: %+v, want ×1.10 from the quiet one", o)
+	}
+}
+
+// Ranks' waits combine so that step less wait is the largest of the
+// ranks' step less wait (the floor of the slowest rank's step, §5c), and
+// their CPU times add up; a rank without waits leaves the run without.
+func TestTimingRunCombinesWaits(t *testing.T) {
+	res := &runner.Result{Timing: []runner.RankTiming{
+		{Rank: 0, Clock: runner.ClockHost, StepMs: []float64{10, 20}, WaitMs: []float64{4, 15}, CPUMs: []float64{6, 5}},
+		{Rank: 1, Clock: runner.ClockHost, StepMs: []float64{12, 18}, WaitMs: []float64{9, 2}, CPUMs: []float64{3, 16}},
+	}}
+	tr, why := timingRun(res, 0, 2)
+	if tr == nil {
+		t.Fatal(why)
+	}
+	// Step 1: max 12; less wait: max(10-4, 12-9) = 6; wait 12-6 = 6.
+	// Step 2: max 20; max(20-15, 18-2) = 16; wait 20-16 = 4.
+	want := gate.TimingRun{StepMs: []float64{12, 20}, WaitMs: []float64{6, 4}, CPUMs: []float64{9, 21}}
+	if !slices.Equal(tr.StepMs, want.StepMs) || !slices.Equal(tr.WaitMs, want.WaitMs) || !slices.Equal(tr.CPUMs, want.CPUMs) {
+		t.Errorf("combined %v / %v / %v, want %v / %v / %v", tr.StepMs, tr.WaitMs, tr.CPUMs, want.StepMs, want.WaitMs, want.CPUMs)
+	}
+	res.Timing[1].WaitMs, res.Timing[1].CPUMs = nil, nil
+	if tr, _ := timingRun(res, 0, 2); tr.WaitMs != nil || tr.CPUMs != nil {
+		t.Errorf("one rank without waits: %v / %v, want none", tr.WaitMs, tr.CPUMs)
 	}
 }

@@ -46,6 +46,11 @@ func hostLines(cs []*runcond.Conditions, run func(int) string, txt func(string) 
 		if h := HostText(c.Host); h != "" {
 			out = append(out, txt(fmt.Sprintf("%s: %s", run(i), h)))
 		}
+		for _, n := range c.HostNodes { // a Slurm job's nodes
+			if h := HostText(n); h != "" {
+				out = append(out, txt(fmt.Sprintf("run %d: node %s: %s", i+1, n.Node, h)))
+			}
+		}
 	}
 	return out
 }
@@ -75,7 +80,12 @@ func HostText(h *runcond.Host) string {
 	if h.Throttled != nil {
 		parts = append(parts, fmt.Sprintf("cgroup CPU-throttled in %.0f%% of periods", *h.Throttled*100))
 	}
-	return fmt.Sprintf("host: %s (over %.1fs)", strings.Join(parts, ", "), h.WallSec)
+	s := fmt.Sprintf("host: %s (over %.1fs)", strings.Join(parts, ", "), h.WallSec)
+	if h.JobCPUSec != nil && h.JobWaitSec != nil {
+		// What the other work took from the job itself (schedstat).
+		s += fmt.Sprintf("; the job's threads ran %.1fs on a CPU and waited %.1fs for one", *h.JobCPUSec, *h.JobWaitSec)
+	}
+	return s
 }
 
 // gpuLines describes what nvidia-smi saw, one line per GPU.

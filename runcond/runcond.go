@@ -35,6 +35,10 @@ type Conditions struct {
 	// a run stored before gpugate sampled it. It is sampled whether or
 	// not nvidia-smi is: Sampled speaks of the GPUs only.
 	Host *Host `json:"host,omitempty"`
+	// HostNodes are the host figures of each node of a Slurm job (Node
+	// set), sampled on the node as nvidia-smi is; Host is then nil. A run
+	// is disturbed when any node was busy.
+	HostNodes []*Host `json:"host_nodes,omitempty"`
 }
 
 // GPUConditions summarizes one GPU's samples. Values nvidia-smi reported as
@@ -139,6 +143,17 @@ type Host struct {
 	Throttled *float64 `json:"cpu_throttled,omitempty"`
 	// Cgroup is the cgroup whose cpu.stat was read.
 	Cgroup string `json:"cgroup,omitempty"`
+	// JobCPUSec and JobWaitSec are the CPU time of the job's threads and
+	// the time they waited in a CPU run queue, seconds, summed over every
+	// thread of every process of the job (schedstat, read every 200 ms,
+	// each thread's last reading kept); JobThreads how many threads were
+	// seen. On a busy host the wait is what other work took from the job
+	// (docs/verdicts.md §5c). Nil where the kernel has no schedstat.
+	JobCPUSec  *float64 `json:"job_cpu_sec,omitempty"`
+	JobWaitSec *float64 `json:"job_wait_sec,omitempty"`
+	JobThreads int      `json:"job_threads,omitempty"`
+	// Node is the Slurm node the figures are of; empty outside Slurm.
+	Node string `json:"node,omitempty"`
 	// NotSampled says why nothing was measured (not Linux); empty when
 	// something was.
 	NotSampled string `json:"not_sampled,omitempty"`

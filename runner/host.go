@@ -219,3 +219,111 @@ func hostConditions(a, b hostReading) *runcond.Host {
 	}
 	return h
 }
+
+// schedEvery is how often jobSched reads the job's threads.
+const schedEvery = 200 * time.Millisecond
+
+// jobSched keeps the scheduler statistics of every thread of a job
+// (/proc/PID/task/TID/schedstat: time on a CPU, time waiting in a run
+// queue), read from gpugate's /proc every schedEvery over the job's
+// process tree: the job's first process (the init, in a PID namespace,
+// whose pids gpugate sees as the host's) and every process below it,
+// found through /proc/PID/task/TID/children. The job's threads exit
+// during the run, and their figures go with them, so each thread keeps
+// its last reading: what a thread did after it (at most schedEvery) is
+// not counted. Why not the cgroup's cpu.pressure: PSI says how long some
+// thread waited, not how much, it needs a cgroup v2 of the job's own,
+// which the job has only without a namespace; taskstats' exit records
+// need delay accounting, off by default since Linux 5.14.
+type jobSched struct {
+	root int
+	last map[int][2]int64 // tid: cpu ns, wait ns
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startJobSched reads the tree under pid until stop.
+func startJobSched(pid int) *jobSched {
+	j := &jobSched{root: pid, last: map[int][2]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(j.done)
+		t := time.NewTicker(schedEvery)
+		defer t.Stop()
+		for {
+			j.read()
+			select {
+			case <-j.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return j
+}
+
+// read takes one reading of every thread in the tree.
+func (j *jobSched) read() {
+	todo, walked := []int{j.root}, map[int]bool{}
+	for len(todo) > 0 && len(walked) < 100_000 {
+		pid := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if walked[pid] {
+			continue
+		}
+		walked[pid] = true
+		task := filepath.Join(hostFS, "proc", strconv.Itoa(pid), "task")
+		ents, err := os.ReadDir(task)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join(task, e.Name(), "schedstat")); err == nil {
+				if f := strings.Fields(string(b)); len(f) >= 2 {
+					cpu, err1 := strconv.ParseInt(f[0], 10, 64)
+					wait, err2 := strconv.ParseInt(f[1], 10, 64)
+					if err1 == nil && err2 == nil && cpu >= 0 && wait >= 0 {
+						j.last[tid] = [2]int64{cpu, wait}
+					}
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(task, e.Name(), "children")); err == nil {
+				for _, c := range strings.Fields(string(b)) {
+					if n, err := strconv.Atoi(c); err == nil && n > 0 {
+						todo = append(todo, n)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Stop ends the sampling; a second call does nothing.
+func (j *jobSched) Stop() {
+	select {
+	case <-j.stop:
+	default:
+		close(j.stop)
+	}
+	<-j.done
+}
+
+// fill stops the sampling and puts the tree's CPU time, run-queue wait
+// and thread count into h; nothing when no thread had a schedstat (a
+// kernel without CONFIG_SCHED_INFO, not Linux).
+func (j *jobSched) fill(h *runcond.Host) {
+	j.Stop()
+	if len(j.last) == 0 {
+		return
+	}
+	var cpu, wait int64
+	for _, v := range j.last {
+		cpu += v[0]
+		wait += v[1]
+	}
+	c, w := float64(cpu)/1e9, float64(wait)/1e9
+	h.JobCPUSec, h.JobWaitSec, h.JobThreads = &c, &w, len(j.last)
+}

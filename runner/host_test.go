@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -158,4 +160,65 @@ func TestHostOtherCPU(t *testing.T) {
 	b, _ := os.ReadFile(res.Log)
 	t.Logf("job's times: %s", b)
 	t.Logf("host with two hogs: other CPU %.2f of %d, pressure %.2f, job log %s", *h.OtherCPU, h.CPUs, *h.CPUPressure, res.Log)
+}
+
+// TestJobSchedWait runs a one-thread shell loop through Run, beside two
+// CPU hogs, and checks the job's measured CPU time and run-queue wait
+// (schedstat of the job's tree, runcond.Host.JobCPUSec and JobWaitSec)
+// against independent figures: the CPU time is what the shell's own
+// `times` says it used, and, the loop being always runnable, its CPU time
+// and wait together are its wall time, whatever else the machine does.
+// Without the wait (CPU time alone) the second check fails on any busy
+// machine, and on every machine beside the two hogs when it has 2 CPUs.
+func TestJobSchedWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("schedstat is Linux's")
+	}
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("no schedstat in this kernel (CONFIG_SCHED_INFO)")
+	}
+	var hogs []*exec.Cmd
+	for range 2 {
+		h := exec.Command("sh", "-c", "while :; do :; done")
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, h)
+	}
+	defer func() {
+		for _, h := range hogs {
+			h.Process.Kill()
+			h.Wait()
+		}
+	}()
+	out := t.TempDir()
+	res, err := Run(t.Context(), Job{Name: "loop", Args: []string{"sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; times"}, Profiler: None, Out: out, Output: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Conditions.Host
+	if h == nil || h.JobCPUSec == nil || h.JobWaitSec == nil {
+		t.Fatalf("host conditions %+v, want the job's CPU time and wait", h)
+	}
+	b, err := os.ReadFile(res.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// times: "0m1.23s 0m0.01s" for the shell, then for its children.
+	var used float64
+	for _, f := range regexp.MustCompile(`(\d+)m([0-9.]+)s`).FindAllStringSubmatch(string(b), -1) {
+		m, _ := strconv.ParseFloat(f[1], 64)
+		s, _ := strconv.ParseFloat(f[2], 64)
+		used += 60*m + s
+	}
+	cpu, wait, wall := *h.JobCPUSec, *h.JobWaitSec, res.Duration.Seconds()
+	t.Logf("job: %.2fs on a CPU, %.2fs waiting, %d threads; times says %.2fs; wall %.2fs", cpu, wait, h.JobThreads, used, wall)
+	// The sampling misses what the shell did after the last reading
+	// (200 ms at most); the init's own CPU time adds a little.
+	if cpu < used-0.3 || cpu > used+0.3 {
+		t.Errorf("job CPU %.2fs, want the shell's %.2fs ± 0.3", cpu, used)
+	}
+	if cpu+wait > 1.05*wall+0.2 || cpu+wait < 0.8*wall-0.3 {
+		t.Errorf("job CPU %.2fs + wait %.2fs = %.2fs, want about the wall time %.2fs (one thread, always runnable)", cpu, wait, cpu+wait, wall)
+	}
 }

@@ -94,6 +94,12 @@ type Job struct {
 	// keep are folders of gpugate's own that the job uses below /tmp or
 	// /var/tmp (nsys's TMPDIR): they stay reachable in its private ones.
 	keep []string
+	// token, when set, is the run's GPUGATE_JOB_TOKEN (run makes one
+	// otherwise): under Slurm the node samplers know the job's tasks by it.
+	token string
+	// afterExit, when set, is called once the job's processes have ended,
+	// before what they left is swept (Slurm's node samplers stop there).
+	afterExit func()
 	// Timing makes a run of profiler None a timing run: gpugate's step
 	// hook times the steps that a profiled run measures (WarmupSteps,
 	// MeasureSteps) at the optimizer step, with no profiler
@@ -487,7 +493,10 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if err := notDumpable(); err != nil {
 		return fmt.Errorf("job %s: mark gpugate non-dumpable: %w", job.Name, err)
 	}
-	token := escape.Token(16)
+	token := job.token
+	if token == "" {
+		token = escape.Token(16)
+	}
 	var envFile *os.File
 	ji, err := isolateJob(job, res, token)
 	if err != nil {
@@ -556,12 +565,17 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if repW != nil {
 		repW.Close()
 	}
+	var sched *jobSched
 	if !job.Plain && job.Slurm == nil { // Slurm: on each node (slurm.go)
 		smi := StartSMI(ctx, SMIOptions{Path: job.SMIPath, JobPID: cmd.Process.Pid})
+		sched = startJobSched(cmd.Process.Pid)
 		defer func() {
 			res.Conditions = smi.Stop()
 			if !hostEnd.at.IsZero() {
 				res.Conditions.Host = hostConditions(hostStart, hostEnd)
+				if sched != nil {
+					sched.fill(res.Conditions.Host)
+				}
 			}
 		}()
 	}
@@ -669,6 +683,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	// or started in a session of its own (a setsid daemon) goes with it;
 	// it would hold the pipe open and keep writing after gpugate is gone.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if job.afterExit != nil {
+		job.afterExit()
+	}
 	var rep *initReport
 	var repErr error
 	if repR != nil {
@@ -693,6 +710,9 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	if !job.Plain {
 		hostEnd = readHost()
+		if sched != nil {
+			sched.Stop()
+		}
 	}
 	if res.Ended > 0 {
 		others := ""

@@ -237,12 +237,41 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 		}
 		samplers[n.Name] = StartSMI(ctx, SMIOptions{Path: wrapper, Owned: func(int) (bool, bool) { return false, false }})
 	}
+	// The host's CPUs per node, in a step of their own too
+	// (slurmhost.go): the job's tasks are known there by the run's token.
+	job.token = escape.Token(16)
+	hosts := map[string]*nodeHost{}
+	for _, n := range nodes {
+		h, err := startNodeHost(ctx, job, sl, info.JobID, name, n.Name, job.token)
+		if err != nil {
+			say("warning: no host conditions of node %s: %s", escape.Terminal(n.Name), escape.Terminal(err.Error()))
+			continue
+		}
+		hosts[n.Name] = h
+	}
+	// The host samplers stop as soon as the job's step has ended (their
+	// last reading is then the job's end), before gpugate sweeps what the
+	// job left: where slurmd runs below gpugate (a test cluster), the
+	// sweep would take their slurmstepd for the job's and kill it, and the
+	// steps would never end.
+	var hostNodes []*runcond.Host
+	stopHosts := func() {
+		for _, n := range nodes {
+			if h := hosts[n.Name]; h != nil {
+				hostNodes = append(hostNodes, h.stop())
+				delete(hosts, n.Name)
+			}
+		}
+	}
+	job.afterExit = stopHosts
 	defer func() {
 		per := map[string]*runcond.Conditions{}
 		for node, s := range samplers {
 			per[node] = s.Stop()
 		}
 		res.Conditions = nodeConditions(nodes, per)
+		stopHosts() // the job did not start: nothing stopped them yet
+		res.Conditions.HostNodes = hostNodes
 	}()
 	say("step: %s", escape.Terminal(strings.Join(step, " ")))
 	err = run(ctx, job, step, env, res)

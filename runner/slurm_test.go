@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/slurmtest"
 )
 
@@ -363,6 +364,66 @@ func TestSlurmInsideAllocation(t *testing.T) {
 	}
 	steps, _ := exec.Command("squeue", "--noheader", "--steps", "--format=%i %j").CombinedOutput()
 	if strings.Contains(string(steps), "gpugate-") {
-		t.Errorf("gpugate's steps outlived Run: %s", steps)
+		t.Errorf("gpugate's steps outlived Run: %s\n%s", steps, log.String())
+	}
+}
+
+// TestSlurmHostPerNode: under Slurm the host's CPUs are sampled on each
+// node, in a step beside the job's (as nvidia-smi is), and the job's
+// tasks there are found by the run's token: two CPU hogs on the machine
+// (not the job's) show as other processes' CPU on both nodes, the job's
+// own loop as its CPU time and run-queue wait, and the run is disturbed,
+// by node. The sampler steps are gone from squeue afterwards.
+func TestSlurmHostPerNode(t *testing.T) {
+	c := slurmtest.Start(t)
+	var hogs []*exec.Cmd
+	for range 2 {
+		h := exec.Command("sh", "-c", "while :; do :; done")
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		hogs = append(hogs, h)
+	}
+	defer func() {
+		for _, h := range hogs {
+			h.Process.Kill()
+			h.Wait()
+		}
+	}()
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Job{
+		Name: "hosts", Args: []string{"sh", "-c", "echo started; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}, Dir: t.TempDir(),
+		Timeout: 3 * time.Minute, Profiler: None, Out: t.TempDir(), Output: &log,
+		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	cond := res.Conditions
+	if cond == nil || cond.Host != nil || len(cond.HostNodes) != 2 {
+		t.Fatalf("conditions %+v: want the host of each of the 2 nodes\n%s", cond, log.String())
+	}
+	for i, node := range []string{"n1", "n2"} {
+		h := cond.HostNodes[i]
+		if h.Node != node || h.NotSampled != "" || h.OtherCPU == nil || h.JobCPUSec == nil || h.JobWaitSec == nil {
+			t.Errorf("node %d: %+v, want %s sampled with the job's CPU and wait", i, h, node)
+			continue
+		}
+		t.Logf("%s: other %.2f of %d CPUs, job %.2fs CPU + %.2fs wait over %d thread(s), %.1fs", node, *h.OtherCPU, h.CPUs, *h.JobCPUSec, *h.JobWaitSec, h.JobThreads, h.WallSec)
+		// Each node ran one task, the shell loop: its CPU time is about
+		// what 300,000 iterations take, more than nothing; the hogs are
+		// the other processes on this machine's CPUs.
+		if *h.JobCPUSec <= 0.05 || h.JobThreads < 1 {
+			t.Errorf("%s: job CPU %.2fs over %d threads, want the loop's", node, *h.JobCPUSec, h.JobThreads)
+		}
+		if *h.OtherCPU < 0.5 {
+			t.Errorf("%s: other CPU %.2f with two hogs on the machine, want ≥ 0.5", node, *h.OtherCPU)
+		}
+	}
+	if why := gate.HostBusy(cond, gate.DefaultHostMargins); !strings.Contains(why, "node n1: other processes used") || !strings.Contains(why, "node n2: ") {
+		t.Errorf("HostBusy = %q, want both nodes named", why)
+	}
+	if q := c.Squeue(); q != "" {
+		t.Errorf("squeue after Run: %q (the host sampler steps must be gone)", q)
 	}
 }

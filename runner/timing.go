@@ -31,6 +31,12 @@ type RankTiming struct {
 	Complete  bool      `json:"complete"`
 	StepMs    []float64 `json:"step_ms"`
 	HostMs    []float64 `json:"host_step_ms"`
+	// WaitMs and CPUMs are, per timed step, how long the rank's threads
+	// (its process and every process below it) waited in a CPU run queue
+	// and ran on a CPU (schedstat, gpugate_sched.py); nil where the kernel
+	// keeps no schedstat, else as long as StepMs.
+	WaitMs []float64 `json:"wait_ms,omitempty"`
+	CPUMs  []float64 `json:"cpu_ms,omitempty"`
 }
 
 // Limits of a timing file: a job that writes more is refused, not read.
@@ -83,8 +89,10 @@ func (t RankTiming) check() error {
 		return fmt.Errorf("no step times")
 	case len(t.StepMs) > maxTimingSteps || len(t.HostMs) > maxTimingSteps:
 		return fmt.Errorf("more than %d steps", maxTimingSteps)
+	case t.WaitMs != nil && len(t.WaitMs) != len(t.StepMs), t.CPUMs != nil && len(t.CPUMs) != len(t.StepMs):
+		return fmt.Errorf("%d steps but %d waits and %d CPU times", len(t.StepMs), len(t.WaitMs), len(t.CPUMs))
 	}
-	for _, xs := range [][]float64{t.StepMs, t.HostMs} {
+	for _, xs := range [][]float64{t.StepMs, t.HostMs, t.WaitMs, t.CPUMs} {
 		for i, x := range xs {
 			if math.IsNaN(x) || x < 0 || x > maxStepMs {
 				return fmt.Errorf("step %d: time %v ms is not a step time (0 to %.0g ms)", i+1, x, maxStepMs)

@@ -102,6 +102,21 @@ for step in range(1, 13):
 					t.Errorf("step %d timed %.3f ms, step %d %.3f ms: want the even step longer", step, ms, tm.FirstStep+j, tm.StepMs[j])
 				}
 			}
+			// The job's threads' CPU time and run-queue wait, per step
+			// (schedstat): the loop is CPU-bound and its thread always
+			// runnable, so on a CPU or waiting for one it spends about
+			// every step's wall time, whatever else the machine runs
+			// (more with torch's own threads, less by a print).
+			if len(tm.WaitMs) != 5 || len(tm.CPUMs) != 5 {
+				t.Fatalf("wait %v, CPU %v: want one per timed step", tm.WaitMs, tm.CPUMs)
+			}
+			var busy float64
+			for i := range tm.StepMs {
+				busy += tm.CPUMs[i] + tm.WaitMs[i]
+			}
+			if busy < 0.7*hook {
+				t.Errorf("CPU %v + wait %v ms = %.3f ms over steps whose wall time was %.3f ms: want at least 70%% of it", tm.CPUMs, tm.WaitMs, busy, hook)
+			}
 			if !strings.Contains(string(log), "timing run: steps 4 to 8 timed") {
 				t.Errorf("no start line in the job's log:\n%s", log)
 			}
@@ -124,6 +139,8 @@ func TestReadTimingsRefuses(t *testing.T) {
 		{"rank", `{"rank":-1,"clock":"host","step_ms":[1]}`, "rank -1 out of range"},
 		{"not json", `{"rank":0,`, "timing-0.json"},
 		{"twice", `{"rank":0,"clock":"host","step_ms":[1]}|{"rank":0,"clock":"host","step_ms":[2]}`, "rank 0 timed twice"},
+		{"waits", `{"rank":0,"clock":"host","step_ms":[1,2],"wait_ms":[1]}`, "2 steps but 1 waits"},
+		{"negative wait", `{"rank":0,"clock":"host","step_ms":[1],"wait_ms":[-1],"cpu_ms":[1]}`, "step 1: time -1 ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -24,10 +24,16 @@ The events are read once, after the last timed step (one wait for that
 event, after the window), or at exit. Without CUDA a boundary reads
 time.perf_counter_ns(). The file (JSON):
   {"rank":R,"pid":P,"clock":"cuda-events"|"host","first_step":N,
-   "complete":true|false,"step_ms":[...],"host_step_ms":[...]}
+   "complete":true|false,"step_ms":[...],"host_step_ms":[...]
+   [,"wait_ms":[...],"cpu_ms":[...]]}
 step_ms are the timed steps in order (first_step is the optimizer step
 that ends the first of them); host_step_ms the same steps by the host's
-clock (on CUDA they tell the host's view from the GPU's). Timing never
+clock (on CUDA they tell the host's view from the GPU's). wait_ms and
+cpu_ms are, per timed step, how long the threads of this process and of
+every process below it (its DataLoader workers) waited in a CPU run queue
+and ran on a CPU (gpugate_sched: /proc/PID/task/TID/schedstat, read at
+each boundary); absent where the kernel has no schedstat. On a busy host
+the wait is what other work took from the step (docs/verdicts.md §5c). Timing never
 raises into the job: on the first error it logs once and stops.
 """
 
@@ -39,6 +45,7 @@ import time
 
 def install():
     import gpugate_job
+    import gpugate_sched
     import gpugate_stephook
 
     wait, warmup, active = (int(x) for x in os.environ.get("GPUGATE_SCHEDULE", "1,2,20").split(","))
@@ -47,7 +54,9 @@ def install():
     template = os.environ.get("GPUGATE_TIMING_OUT", "gpugate-timing-{rank}.json")
     log_steps = os.environ.get("GPUGATE_STEP_LOG") == "1"
     pid = os.getpid()
-    st = {"n": 0, "events": [], "host": [], "cuda": None, "claim": None, "off": False, "written": False, "label": ""}
+    st = {"n": 0, "events": [], "host": [], "sched": [], "cuda": None, "claim": None, "off": False, "written": False,
+          "label": ""}
+    sched = gpugate_sched.JobSched()
 
     def write(complete):
         if st["written"] or st["off"] or len(st["host"]) < 2:
@@ -56,6 +65,10 @@ def install():
         host = [(b - a) / 1e6 for a, b in zip(st["host"], st["host"][1:])]
         doc = {"rank": st["claim"]["rank"] or 0, "pid": pid, "clock": "host", "first_step": first + 1,
                "complete": complete, "step_ms": host, "host_step_ms": host}
+        ss = st["sched"]
+        if len(ss) == len(st["host"]) and all(x is not None for x in ss):
+            doc["wait_ms"] = [(b[1] - a[1]) / 1e6 for a, b in zip(ss, ss[1:])]
+            doc["cpu_ms"] = [(b[0] - a[0]) / 1e6 for a, b in zip(ss, ss[1:])]
         evs = st["events"]
         if st["cuda"] is not None and len(evs) == len(st["host"]):
             evs[-1].synchronize()  # after the last timed step: the window is over
@@ -84,6 +97,9 @@ def install():
                 if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
                     st["cuda"] = torch.cuda
             if first <= n <= last:
+                # The schedstat walk first: its own cost then falls in the
+                # step that ends here, as the clock's reading after it does.
+                st["sched"].append(sched.totals())
                 st["host"].append(time.perf_counter_ns())
                 if st["cuda"] is not None:
                     ev = st["cuda"].Event(enable_timing=True)
