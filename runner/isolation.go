@@ -3,8 +3,11 @@ package runner
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/gpugate/gpugate/internal/escape"
 )
@@ -116,6 +119,32 @@ func isolateJob(job Job, res *Result, token string) (*jobIsolation, error) {
 		}
 	}
 	return ji, nil
+}
+
+// command is the command that starts the job (args) through its init, in
+// dir, with env: in the environment of gpugate's own processes where the
+// init takes it there, else on its own channel (envFile, the init's fd 4,
+// initSpec.Env), and those processes get ownEnv. The caller passes
+// envFile on as the second of cmd's ExtraFiles, and closes it.
+func (ji *jobIsolation) command(args []string, dir string, env []string) (cmd *exec.Cmd, envFile *os.File, err error) {
+	cmd, err = jobCommand(args, ji.spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Dir = dir
+	if !ji.spec.Env {
+		cmd.Env = env
+	} else {
+		if envFile, err = jobEnvFile(env); err != nil {
+			return nil, nil, err
+		}
+		cmd.Env = ownEnv()
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if ji.cg != nil {
+		ji.cg.attach(cmd.SysProcAttr)
+	}
+	return cmd, envFile, nil
 }
 
 // killCgroup ends the job's cgroup, if it has one, returning what was

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
+	"time"
 )
 
 // Limits of what the runner keeps of a job's output. The job's pipe is
@@ -174,4 +176,101 @@ func (s *splitter) flush() {
 		s.emit(string(s.line), s.dropped, false)
 		s.line, s.dropped = nil, 0
 	}
+}
+
+// jobOutput is what gpugate makes of the job's output, line by line (the
+// splitter's emit): the step lines it counts, the step times of step_log,
+// and the lines it echoes (capped, echoCap), with the last few kept for
+// an error's tail.
+type jobOutput struct {
+	job   Job
+	res   *Result
+	start time.Time
+	echo  *echoCap
+
+	mu    sync.Mutex
+	tail  []string
+	lines int // lines that are not chatter: a job that printed none is an error
+	// unshown is the last \r-terminated line, when it was not echoed (a
+	// progress bar is echoed once per progressEvery); a \n right after it
+	// (\r\n, or a bar's last redraw) shows it.
+	unshown      string
+	lastProgress time.Time
+}
+
+// show echoes a line and keeps it for the tail.
+func (o *jobOutput) show(line string) {
+	o.tail = append(o.tail, line)
+	if len(o.tail) > 5 {
+		o.tail = o.tail[1:]
+	}
+	o.echo.line("[" + o.job.Name + "] " + line + "\n")
+}
+
+// emit takes one line of the job's output (the splitter's callback).
+func (o *jobOutput) emit(line string, dropped int, cr bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	job, res := o.job, o.res
+	if line == "" && dropped == 0 {
+		if !cr && o.unshown != "" {
+			o.show(o.unshown)
+		}
+		o.unshown = ""
+		return
+	}
+	o.unshown = ""
+	if job.Slurm != nil {
+		line = unlabel(line) // srun --label's "TASK: "
+	}
+	if !chatter(line) {
+		o.lines++
+	}
+	if m := stepLine.FindStringSubmatch(line); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		res.Steps = max(res.Steps, n) // the furthest rank
+		if n%10 == 0 {
+			rank := ""
+			if m[2] != "" {
+				rank = " rank " + m[2] + ":"
+			}
+			o.echo.line(fmt.Sprintf("[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(o.start).Seconds()))
+		}
+		return
+	}
+	if job.StepLog != nil {
+		if m := job.StepLog.FindStringSubmatch(line); len(m) > 1 {
+			if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+				res.StepTimes = append(res.StepTimes, v)
+			}
+		}
+	}
+	shown := clipLine(line, dropped)
+	if cr && time.Since(o.lastProgress) < progressEvery {
+		o.unshown = shown
+		return
+	}
+	if cr {
+		o.lastProgress = time.Now()
+	}
+	o.show(shown)
+}
+
+// flush shows a progress line left unshown at the end of the output.
+func (o *jobOutput) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unshown != "" {
+		o.show(o.unshown)
+		o.unshown = ""
+	}
+}
+
+// end closes the echo (saying what its cap left out, with the log's
+// path) and returns the last lines shown.
+func (o *jobOutput) end(log string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.echo.flush(o.job.Name, log)
+	return o.tail
 }

@@ -159,6 +159,14 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 			path = append(path, p)
 		}
 	}
+	// The programs gpugate starts stay too: nsys, and the job's own first
+	// program where it is named by a path (a tool or a virtual
+	// environment unpacked under /tmp).
+	for _, p := range []string{job.NsysPath, first(job.Args)} {
+		if filepath.IsAbs(p) {
+			path = append(path, filepath.Dir(p))
+		}
+	}
 	for _, p := range append(append([]string{dir, out}, job.keep...), path...) {
 		if p == "" {
 			continue
@@ -221,4 +229,12 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 // within reports whether p is dir or below it.
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// first is args' first word, or "".
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }

@@ -15,9 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -225,85 +223,11 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, err
 	}
 	res.Files = files
-	switch job.Profiler {
-	case Torch:
-		dir, err := prepare(out, "torch")
-		if err != nil {
-			return nil, err
-		}
-		env = append(env,
-			"PYTHONPATH="+joinPath(dir, lookup(env, "PYTHONPATH")),
-			"GPUGATE_TORCH_PROFILE=1",
-			"GPUGATE_STEP_LOG=1",
-			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
-			"GPUGATE_STEP_SAMPLES="+filepath.Join(out, stepSamplesName),
-			"GPUGATE_JOB_OUT="+filepath.Join(out, jobInfoName),
-			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
-		if job.FLOPs {
-			env = append(env, "GPUGATE_FLOPS=1")
-		}
-	case Nsys:
-		dir, err := prepare(out, "nvtx")
-		if err != nil {
-			return nil, err
-		}
-		// The target's own variables go through -e, so that nsys's own
-		// Python tools do not load the injection.
-		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1",
-			"GPUGATE_STEP_SAMPLES=" + filepath.Join(out, stepSamplesName), "GPUGATE_JOB_OUT=" + filepath.Join(out, jobInfoName)}
-		for _, t := range target {
-			if strings.Contains(t, ",") {
-				return nil, fmt.Errorf("nsys -e cannot pass %q: it contains a comma", t)
-			}
-		}
-		nargs := []string{job.NsysPath, "profile", "--trace=" + job.NsysTrace, "--trace-fork-before-exec=true",
-			"--force-overwrite=true", "--output=" + filepath.Join(out, reportName(job)), "--env-var=" + strings.Join(target, ",")}
-		if !job.GPU {
-			nargs = append(nargs, "--sample=none", "--cpuctxsw=none")
-		}
-		nargs = append(nargs, job.NsysArgs...)
-		args = append(nargs, args...)
-		fmt.Fprintf(job.Output, "[%s] gpugate: nsys follows the job's child processes (--trace-fork-before-exec=true): a launcher's workers (torchrun) and DataLoader workers are traced in one report\n", job.Name)
-		// nsys writes its temporary report in a folder of this run's own,
-		// not in a /tmp shared with other runs. The folder's path must stay
-		// short: the job's processes make Unix sockets in TMPDIR (a
-		// DataLoader with workers shares tensors through one), and a socket
-		// path is at most 107 bytes; beside a deep artifacts folder
-		// (.../runs/demo/TIME-ID/run1/tmp/pymp-…/listener-…) the workers
-		// failed with "AF_UNIX path too long" and the job hung until its
-		// timeout.
-		// Under /var/tmp itself, not $TMPDIR, which may be as deep (a test
-		// harness's work folder was). nsys 2022.4 keeps its session files
-		// under TMPDIR too (TMPDIR/nvidia/nsight_systems), so each run has
-		// its own. Its "Agent launcher failed" inside the job's PID
-		// namespace came from /dev/shm, not from here: the init gives the
-		// job a /dev/shm of its own (isolate_linux.go, setupNS).
-		tmp, err := os.MkdirTemp("/var/tmp", "gpugate-nsys-")
-		if err != nil {
-			if tmp, err = os.MkdirTemp("", "gpugate-nsys-"); err != nil {
-				return nil, err
-			}
-		}
-		defer os.RemoveAll(tmp)
-		env = append(env, "TMPDIR="+tmp)
-		job.keep = append(job.keep, tmp)
-	case None:
-		if job.Timing {
-			dir, err := prepare(out, "timing")
-			if err != nil {
-				return nil, err
-			}
-			env = append(env,
-				"PYTHONPATH="+joinPath(dir, lookup(env, "PYTHONPATH")),
-				"GPUGATE_TIMING=1",
-				"GPUGATE_STEP_LOG=1",
-				"GPUGATE_TIMING_OUT="+filepath.Join(out, timingName),
-				"GPUGATE_JOB_OUT="+filepath.Join(out, jobInfoName),
-				fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
-		}
-	default:
-		return nil, fmt.Errorf("unknown profiler %q", job.Profiler)
+	args, env, cleanup, err := inject(&job, out, args, env)
+	if err != nil {
+		return nil, err
 	}
+	defer cleanup()
 
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -389,6 +313,94 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		res.Traces = []string{db}
 	}
 	return res, nil
+}
+
+// inject sets up the profiler job.Profiler names (or the timing runs'
+// step timer): what gpugate injects into the job's Python (PYTHONPATH and
+// its variables, in env), and nsys's command line before args. cleanup
+// removes what it made for the run alone (nsys's TMPDIR).
+func inject(job *Job, out string, args, env []string) (_, _ []string, cleanup func(), err error) {
+	cleanup = func() {}
+	switch job.Profiler {
+	case Torch:
+		dir, err := prepare(out, "torch")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		env = append(env,
+			"PYTHONPATH="+joinPath(dir, lookup(env, "PYTHONPATH")),
+			"GPUGATE_TORCH_PROFILE=1",
+			"GPUGATE_STEP_LOG=1",
+			"GPUGATE_TRACE_OUT="+filepath.Join(out, "trace-{rank}.json"),
+			"GPUGATE_STEP_SAMPLES="+filepath.Join(out, stepSamplesName),
+			"GPUGATE_JOB_OUT="+filepath.Join(out, jobInfoName),
+			fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+		if job.FLOPs {
+			env = append(env, "GPUGATE_FLOPS=1")
+		}
+	case Nsys:
+		dir, err := prepare(out, "nvtx")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// The target's own variables go through -e, so that nsys's own
+		// Python tools do not load the injection.
+		target := []string{"PYTHONPATH=" + joinPath(dir, lookup(env, "PYTHONPATH")), "GPUGATE_NVTX=1", "GPUGATE_STEP_LOG=1",
+			"GPUGATE_STEP_SAMPLES=" + filepath.Join(out, stepSamplesName), "GPUGATE_JOB_OUT=" + filepath.Join(out, jobInfoName)}
+		for _, t := range target {
+			if strings.Contains(t, ",") {
+				return nil, nil, nil, fmt.Errorf("nsys -e cannot pass %q: it contains a comma", t)
+			}
+		}
+		nargs := []string{job.NsysPath, "profile", "--trace=" + job.NsysTrace, "--trace-fork-before-exec=true",
+			"--force-overwrite=true", "--output=" + filepath.Join(out, reportName(*job)), "--env-var=" + strings.Join(target, ",")}
+		if !job.GPU {
+			nargs = append(nargs, "--sample=none", "--cpuctxsw=none")
+		}
+		nargs = append(nargs, job.NsysArgs...)
+		args = append(nargs, args...)
+		fmt.Fprintf(job.Output, "[%s] gpugate: nsys follows the job's child processes (--trace-fork-before-exec=true): a launcher's workers (torchrun) and DataLoader workers are traced in one report\n", job.Name)
+		// nsys writes its temporary report in a folder of this run's own,
+		// not in a /tmp shared with other runs. The folder's path must stay
+		// short: the job's processes make Unix sockets in TMPDIR (a
+		// DataLoader with workers shares tensors through one), and a socket
+		// path is at most 107 bytes; beside a deep artifacts folder
+		// (.../runs/demo/TIME-ID/run1/tmp/pymp-…/listener-…) the workers
+		// failed with "AF_UNIX path too long" and the job hung until its
+		// timeout.
+		// Under /var/tmp itself, not $TMPDIR, which may be as deep (a test
+		// harness's work folder was). nsys 2022.4 keeps its session files
+		// under TMPDIR too (TMPDIR/nvidia/nsight_systems), so each run has
+		// its own. Its "Agent launcher failed" inside the job's PID
+		// namespace came from /dev/shm, not from here: the init gives the
+		// job a /dev/shm of its own (isolate_linux.go, setupNS).
+		tmp, err := os.MkdirTemp("/var/tmp", "gpugate-nsys-")
+		if err != nil {
+			if tmp, err = os.MkdirTemp("", "gpugate-nsys-"); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		cleanup = func() { os.RemoveAll(tmp) }
+		env = append(env, "TMPDIR="+tmp)
+		job.keep = append(job.keep, tmp)
+	case None:
+		if job.Timing {
+			dir, err := prepare(out, "timing")
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			env = append(env,
+				"PYTHONPATH="+joinPath(dir, lookup(env, "PYTHONPATH")),
+				"GPUGATE_TIMING=1",
+				"GPUGATE_STEP_LOG=1",
+				"GPUGATE_TIMING_OUT="+filepath.Join(out, timingName),
+				"GPUGATE_JOB_OUT="+filepath.Join(out, jobInfoName),
+				fmt.Sprintf("GPUGATE_SCHEDULE=1,%d,%d", job.WarmupSteps, job.MeasureSteps))
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("unknown profiler %q", job.Profiler)
+	}
+	return args, env, cleanup, nil
 }
 
 // nsysAttempts is how often a job is started under nsys when nsys itself
@@ -497,7 +509,6 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	if token == "" {
 		token = escape.Token(16)
 	}
-	var envFile *os.File
 	ji, err := isolateJob(job, res, token)
 	if err != nil {
 		return err
@@ -506,28 +517,12 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	for _, w := range res.IsolationWarnings {
 		fmt.Fprintf(job.Output, "[%s] gpugate: WARNING: %s\n", job.Name, escape.Terminal(w))
 	}
-	cmd, err := jobCommand(args, ji.spec)
+	cmd, envFile, err := ji.command(args, job.Dir, append(append(env, ji.env...), tokenVar+"="+token))
 	if err != nil {
 		return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
 	}
-	cmd.Dir = job.Dir
-	env = append(append(env, ji.env...), tokenVar+"="+token)
-	if ji.spec.Env {
-		// gpugate's own processes (the spawner, the init) get ownEnv; the
-		// job's environment travels on the init's fd 4 (initSpec.Env).
-		ef, err := jobEnvFile(env)
-		if err != nil {
-			return &Error{Job: job.Name, What: err.Error(), Log: res.Log}
-		}
-		defer ef.Close()
-		cmd.Env = ownEnv()
-		envFile = ef
-	} else {
-		cmd.Env = env
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if ji.cg != nil {
-		ji.cg.attach(cmd.SysProcAttr)
+	if envFile != nil {
+		defer envFile.Close()
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -585,80 +580,15 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 	}
 	fmt.Fprintf(job.Output, "[%s] gpugate: isolation: %s\n", job.Name, res.Isolation)
 
-	var mu sync.Mutex
-	var tail []string
-	lines := 0
-	// unshown is the last \r-terminated line, when it was not echoed (a
-	// progress bar is echoed once per progressEvery); a \n right after it
-	// (\r\n, or a bar's last redraw) shows it.
-	var unshown string
-	var lastProgress time.Time
-	echo := &echoCap{w: job.Output}
-	show := func(line string) {
-		tail = append(tail, line)
-		if len(tail) > 5 {
-			tail = tail[1:]
-		}
-		echo.line("[" + job.Name + "] " + line + "\n")
-	}
-	sp := &splitter{emit: func(line string, dropped int, cr bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if line == "" && dropped == 0 {
-			if !cr && unshown != "" {
-				show(unshown)
-			}
-			unshown = ""
-			return
-		}
-		unshown = ""
-		if job.Slurm != nil {
-			line = unlabel(line) // srun --label's "TASK: "
-		}
-		if !chatter(line) {
-			lines++
-		}
-		if m := stepLine.FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			res.Steps = max(res.Steps, n) // the furthest rank
-			if n%10 == 0 {
-				rank := ""
-				if m[2] != "" {
-					rank = " rank " + m[2] + ":"
-				}
-				echo.line(fmt.Sprintf("[%s]%s step %d, %.1fs\n", job.Name, rank, n, time.Since(start).Seconds()))
-			}
-			return
-		}
-		if job.StepLog != nil {
-			if m := job.StepLog.FindStringSubmatch(line); len(m) > 1 {
-				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
-					res.StepTimes = append(res.StepTimes, v)
-				}
-			}
-		}
-		shown := clipLine(line, dropped)
-		if cr && time.Since(lastProgress) < progressEvery {
-			unshown = shown
-			return
-		}
-		if cr {
-			lastProgress = time.Now()
-		}
-		show(shown)
-	}}
+	out := &jobOutput{job: job, res: res, start: start, echo: &echoCap{w: job.Output}}
+	sp := &splitter{emit: out.emit}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		// Blocks, not lines: no line is too long to read.
 		io.Copy(io.MultiWriter(logf, sp), pr)
 		sp.flush()
-		mu.Lock()
-		if unshown != "" {
-			show(unshown)
-			unshown = ""
-		}
-		mu.Unlock()
+		out.flush()
 	}()
 
 	done := make(chan error, 1)
@@ -692,38 +622,16 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		rep, repErr = readInitReport(repR)
 	}
 	if rep != nil {
-		res.Killed, res.Ended = rep.Killed, rep.Ended
 		res.MaxRSSBytes = rep.MaxRSS
 	} else if !haveInit {
 		res.MaxRSSBytes = jobMaxRSS(cmd.ProcessState, rssBefore)
 	}
-	more := func(k []string) {
-		res.Ended += len(k)
-		res.Killed = append(res.Killed, k...)
-	}
-	more(ji.killCgroup())
-	// The init's sweep came first; this one finds what escaped an init
-	// that was killed (and, elsewhere than Linux, everything).
-	more(killLeftovers(cmd.Process.Pid, token, before))
-	if len(res.Killed) > maxNamed {
-		res.Killed = res.Killed[:maxNamed]
-	}
+	sweepLeftovers(job, res, rep, ji, cmd.Process.Pid, token, before)
 	if !job.Plain {
 		hostEnd = readHost()
 		if sched != nil {
 			sched.Stop()
 		}
-	}
-	if res.Ended > 0 {
-		others := ""
-		if n := res.Ended - len(res.Killed); n > 0 {
-			others = fmt.Sprintf(" and %d more", n)
-		}
-		took := ""
-		if rep != nil && rep.Ended > 0 {
-			took = fmt.Sprintf(" (its init's sweep took %.1fs)", float64(rep.SweepMS)/1000)
-		}
-		fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s%s%s\n", job.Name, res.Ended, strings.Join(res.Killed, ", "), others, took)
 	}
 	select {
 	case <-copied:
@@ -732,9 +640,7 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 		<-copied
 	}
 	pr.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	echo.flush(job.Name, res.Log)
+	tail := out.end(res.Log)
 	switch {
 	case killed != "":
 		return &Error{Job: job.Name, What: killed, Log: res.Log, Tail: tail}
@@ -751,10 +657,43 @@ func run(ctx context.Context, job Job, args, env []string, res *Result) error {
 			what = "failed: " + ee.ProcessState.String()
 		}
 		return &Error{Job: job.Name, What: what, Log: res.Log, Tail: tail}
-	case lines == 0 && !job.Plain:
+	case out.lines == 0 && !job.Plain:
 		return &Error{Job: job.Name, What: "exited without printing anything: is the command right?", Log: res.Log}
 	}
 	return nil
+}
+
+// sweepLeftovers ends what the job left running that its init's sweep
+// (rep) did not (a cgroup's processes, what escaped an init that was
+// killed), notes in res how many ended and names a few, and says so on
+// the job's output.
+func sweepLeftovers(job Job, res *Result, rep *initReport, ji *jobIsolation, pid int, token string, before map[int]bool) {
+	if rep != nil {
+		res.Killed, res.Ended = rep.Killed, rep.Ended
+	}
+	more := func(k []string) {
+		res.Ended += len(k)
+		res.Killed = append(res.Killed, k...)
+	}
+	more(ji.killCgroup())
+	// The init's sweep came first; this one finds what escaped an init
+	// that was killed (and, elsewhere than Linux, everything).
+	more(killLeftovers(pid, token, before))
+	if len(res.Killed) > maxNamed {
+		res.Killed = res.Killed[:maxNamed]
+	}
+	if res.Ended == 0 {
+		return
+	}
+	others := ""
+	if n := res.Ended - len(res.Killed); n > 0 {
+		others = fmt.Sprintf(" and %d more", n)
+	}
+	took := ""
+	if rep != nil && rep.Ended > 0 {
+		took = fmt.Sprintf(" (its init's sweep took %.1fs)", float64(rep.SweepMS)/1000)
+	}
+	fmt.Fprintf(job.Output, "[%s] gpugate: killed %d process(es) the job left running: %s%s%s\n", job.Name, res.Ended, strings.Join(res.Killed, ", "), others, took)
 }
 
 // clipLine is a line of output as echoed: cut to maxEcho characters, with
