@@ -392,7 +392,7 @@ func TestSlurmHostPerNode(t *testing.T) {
 	}()
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Job{
-		Name: "hosts", Args: []string{"sh", "-c", "echo started; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}, Dir: t.TempDir(),
+		Name: "hosts", Args: []string{"sh", "-c", "echo started; end=$(($(date +%s) + 4)); while [ $(date +%s) -lt $end ]; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; done"}, Dir: t.TempDir(),
 		Timeout: 3 * time.Minute, Profiler: None, Out: t.TempDir(), Output: &log,
 		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
 	})
@@ -410,8 +410,10 @@ func TestSlurmHostPerNode(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: other %.2f of %d CPUs, job %.2fs CPU + %.2fs wait over %d thread(s), %.1fs", node, *h.OtherCPU, h.CPUs, *h.JobCPUSec, *h.JobWaitSec, h.JobThreads, h.WallSec)
-		// Each node ran one task, the shell loop: its CPU time is about
-		// what 300,000 iterations take, more than nothing; the hogs are
+		// Each node ran one task, the shell loop, for at least 4 s of the
+		// clock (however fast the machine, so that the node's sampler,
+		// polling every 0.5 s from a step of its own, finds it): its CPU
+		// time is more than nothing; the hogs are
 		// the other processes on this machine's CPUs.
 		if *h.JobCPUSec <= 0.05 || h.JobThreads < 1 {
 			t.Errorf("%s: job CPU %.2fs over %d threads, want the loop's", node, *h.JobCPUSec, h.JobThreads)

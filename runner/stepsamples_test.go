@@ -45,8 +45,8 @@ func TestParseStepSamples(t *testing.T) {
 
 	for _, tc := range []struct{ in, want string }{
 		{"{\"step\":1,\"t_ns\":1,\"pid\":2,\"rss_bytes\":3}\nnot json\n", "s.jsonl:line 2: not a step sample: invalid JSON at byte 2"},
-		{`{"step":1.5,"t_ns":1,"pid":2,"rss_bytes":3}` + "\n", "s.jsonl:line 1: not a step sample: step is number 1.5, want int"},
-		{`{"step":"1","t_ns":1,"pid":2,"rss_bytes":3}` + "\n", "s.jsonl:line 1: not a step sample: step is string, want int"},
+		{`{"step":1.5,"t_ns":1,"pid":2,"rss_bytes":3}` + "\n", "s.jsonl:line 1: not a step sample: step is a JSON number 1.5, want int"},
+		{`{"step":"1","t_ns":1,"pid":2,"rss_bytes":3}` + "\n", "s.jsonl:line 1: not a step sample: step is a JSON string, want int"},
 		{`{"t_ns":1,"pid":2,"rss_bytes":3}` + "\n", `s.jsonl:line 1: step sample without "step"`},
 		{`{"step":1,"t_ns":1,"pid":2}` + "\n", `s.jsonl:line 1: step sample without "rss_bytes"`},
 		{`null` + "\n", `s.jsonl:line 1: step sample without "step"`},
@@ -57,7 +57,7 @@ func TestParseStepSamples(t *testing.T) {
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"cuda_device":0}` + "\n", "s.jsonl:line 1: cuda_device, cuda_max_allocated_bytes and cuda_max_reserved_bytes come together"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"cuda_allocated_bytes":7}` + "\n", "s.jsonl:line 1: cuda_allocated_bytes without cuda_device"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"cuda_device":-1,"cuda_max_allocated_bytes":1,"cuda_max_reserved_bytes":1}` + "\n", "s.jsonl:line 1: cuda_device -1"},
-		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"rss_bytes":99999999999999999999}` + "\n", "s.jsonl:line 1: not a step sample: rss_bytes is number 99999999999999999999, want int64"},
+		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"rss_bytes":99999999999999999999}` + "\n", "s.jsonl:line 1: not a step sample: rss_bytes is a JSON number 99999999999999999999, want int64"},
 		{"{\"step\":2,\"t_ns\":1,\"pid\":2,\"rss_bytes\":3}\n{\"step\":2,\"t_ns\":1,\"pid\":2,\"rss_bytes\":3}\n", "s.jsonl:line 2: step 2 of pid 2 after its step 2: samples of two runs in one file?"},
 		{`{"step":1,"t_ns":1,"pid":2,"rss_bytes":3,"pad":"` + strings.Repeat("x", MaxStepSampleLine) + "\"}\n", "s.jsonl:line 1: line longer than 4096 bytes: not a step sample"},
 	} {
