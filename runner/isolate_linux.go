@@ -617,6 +617,14 @@ func jobInit(args []string, ready bool) int {
 	ns := spec.NS
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	catchStops()
+	// Nothing but stdio reaches the job: a descriptor gpugate inherited
+	// from whoever started it (not close-on-exec) went on through the
+	// spawner and the init, and an open folder or file of the host's
+	// would reach past the covers, the private /tmp and, in the uid mode,
+	// the job's uid (issue 34's review).
+	if err := closeOnExecFrom(3); err != nil {
+		return fail(err)
+	}
 	attr := &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}}
 	if spec.UID != 0 {
 		// The uid mode: no_new_privs (per thread, so set on the thread
@@ -934,4 +942,23 @@ func (c *jobCgroup) kill() []string {
 // stopped by it: there the namespace is what hides gpugate.
 func notDumpable() error {
 	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// closeOnExecFrom marks every descriptor from first up close-on-exec:
+// close_range(2) where the kernel has it (5.11), else each one
+// /proc/self/fd lists.
+func closeOnExecFrom(first int) error {
+	if err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("close the job's inherited descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			syscall.CloseOnExec(fd)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -311,5 +312,37 @@ func TestFingerprintProbeIsolated(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.Python, "3.") {
 		t.Errorf("fingerprint python %q, want the probe's answer through the namespace", f.Python)
+	}
+}
+
+// TestNoInheritedDescriptors: a descriptor gpugate inherited open (not
+// close-on-exec; whoever started gpugate may leak one) does not reach
+// the job, in any isolation: it passed through the spawner and the init
+// into the job, where a folder or file of the host's would reach past
+// the covers, the private /tmp and the uid mode's uid (issue 34's
+// review: the job read a root 0600 file through fd 9).
+func TestNoInheritedDescriptors(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "inherited-secret")
+	if err := os.WriteFile(secret, []byte("canary-inherited\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC: inherited by what this process starts
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	for _, iso := range []string{"none", "namespace"} {
+		t.Run(iso, func(t *testing.T) {
+			isolate(t, iso)
+			var log bytes.Buffer
+			_, err := Run(context.Background(), Job{Name: "fds", Args: []string{"sh", "-c", fmt.Sprintf("ls -l /proc/self/fd/; cat /proc/self/fd/%d 2>&1; echo done", fd)},
+				Dir: t.TempDir(), Out: t.TempDir(), Profiler: None, Timeout: time.Minute, Output: &log, Plain: true})
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, log.String())
+			}
+			if strings.Contains(log.String(), "canary-inherited") || strings.Contains(log.String(), "inherited-secret") {
+				t.Errorf("the job reached gpugate's inherited descriptor %d:\n%s", fd, log.String())
+			}
+		})
 	}
 }
