@@ -390,6 +390,9 @@ func setupNS(spec initSpec) error {
 			return fmt.Errorf("mount /dev/shm: %w", err)
 		}
 	}
+	if err := privateRun(spec); err != nil {
+		return err
+	}
 	if spec.Tmp {
 		// The init's folder is the job's; after the tmpfs it is found
 		// again by its name, through the bind that keeps it: the old one
@@ -959,6 +962,41 @@ func closeOnExecFrom(first int) error {
 		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
 			syscall.CloseOnExec(fd)
 		}
+	}
+	return nil
+}
+
+// privateRun hides the Unix sockets under /run that reach past the
+// namespace (issue 34's review). Every job with a private /tmp gets an
+// empty runtime folder of its own at /run/user/UID: the user's systemd
+// and D-Bus there would start a process outside every namespace
+// (systemd-run --user), and agents (gpg, ssh) listen there. With
+// network: none, all of /run (and a /var/run that is a folder of its
+// own) is an empty tmpfs: a socket bound in another network namespace,
+// such as a container's mounted /var/run/docker.sock, is in no
+// /proc/net/unix gpugate can read, and would be reachable by its path.
+func privateRun(spec initSpec) error {
+	const opts = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if spec.Net {
+		for _, d := range []string{"/run", "/var/run"} {
+			if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+				continue // none, or a link to /run
+			}
+			if err := unix.Mount("tmpfs", d, "tmpfs", opts, "mode=0755"); err != nil {
+				return fmt.Errorf("network none: a private %s: %w", d, err)
+			}
+		}
+		return nil
+	}
+	if !spec.Tmp {
+		return nil
+	}
+	d := "/run/user/" + strconv.Itoa(os.Getuid())
+	if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+		return nil
+	}
+	if err := unix.Mount("tmpfs", d, "tmpfs", opts, "mode=0700"); err != nil {
+		return fmt.Errorf("a private %s: %w", d, err)
 	}
 	return nil
 }

@@ -346,3 +346,54 @@ func TestNoInheritedDescriptors(t *testing.T) {
 		})
 	}
 }
+
+// TestNetworkNoneOtherNamespaceSocket: with network: none a Unix socket
+// under /run that was bound in another network namespace (a container's
+// mounted /var/run/docker.sock: in no /proc/net/unix gpugate can read)
+// is out of the job's reach, and so is the user's runtime folder in any
+// namespaced run (issue 34's review: the job got the server's greeting).
+func TestNetworkNoneOtherNamespaceSocket(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("binds a socket under /run in a network namespace of its own: needs root")
+	}
+	isolate(t, "namespace")
+	sock := fmt.Sprintf("/run/gpugate-test-%d.sock", os.Getpid())
+	defer os.Remove(sock)
+	srv := exec.Command("unshare", "-n", "python3", "-c", `import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept(); c.sendall(b"greeting-from-outside\n"); c.close()`, sock)
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Skipf("unshare -n: %v", err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	if _, err := out.Read(make([]byte, 16)); err != nil {
+		t.Fatalf("the server did not start: %v", err)
+	}
+	probe := `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); print("reached:", s.recv(64))
+except OSError as e:
+    print("refused:", e)`
+	for _, network := range []string{NetHost, NetNone} {
+		var log bytes.Buffer
+		_, err := Run(context.Background(), Job{Name: "sock", Args: []string{"python3", "-c", probe, sock}, Network: network,
+			Dir: t.TempDir(), Out: t.TempDir(), Profiler: None, Timeout: time.Minute, Output: &log, Plain: true})
+		if err != nil {
+			t.Fatalf("network %s: Run: %v\n%s", network, err, log.String())
+		}
+		reached := strings.Contains(log.String(), "greeting-from-outside")
+		if network == NetHost && !reached {
+			t.Fatalf("network host: the job did not reach the socket (the test's premise):\n%s", log.String())
+		}
+		if network == NetNone && reached {
+			t.Errorf("network none: the job reached a socket bound in another network namespace:\n%s", log.String())
+		}
+	}
+}
