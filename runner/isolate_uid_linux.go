@@ -252,8 +252,14 @@ func (j *uidJob) reclaim() []string {
 			return nil
 		}
 		os.Lchown(p, j.outUID, j.outGID)
-		if fi.Mode().IsRegular() && fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
-			os.Chmod(p, fi.Mode().Perm()) // no set-id bit survives the change of owner
+		switch {
+		case fi.Mode().IsDir():
+			// No folder stays open to others: a job's chmod 0777 (or a
+			// set-gid, sticky folder) would let any uid, the next job's
+			// included, plant entries in root's artifacts folder.
+			os.Chmod(p, 0o755)
+		case fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 || fi.Mode().Perm()&0o022 != 0:
+			os.Chmod(p, fi.Mode().Perm()&^0o022) // no set-id bit, no write for others
 		}
 		return nil
 	})

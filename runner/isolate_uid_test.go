@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,7 @@ echo t > "$TMPDIR/t" && echo wrote-tmp
 echo "home=$HOME"
 ln -s /etc/hostname "$OUTDIR/analysis.json" && echo planted-link
 mkfifo "$OUTDIR/fifo"
+mkdir "$OUTDIR/open" && chmod 06777 "$OUTDIR/open" "$OUTDIR" && echo opened-folders
 setsid sh -c 'env -i sh -c "sleep 301 & exec sleep 302" &' &
 sleep 0.3
 echo done`
@@ -105,6 +107,16 @@ echo done`
 	// name gpugate writes after the job, and its FIFO, are gone.
 	if fi, err := os.Lstat(filepath.Join(out, "trace.json")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		t.Errorf("the job's trace was not given back to root: %v", err)
+	}
+	// No folder of root's stays open to others (review: the job's chmod
+	// 0777 and a 06777 folder survived the change of owner).
+	for _, p := range []string{out, filepath.Join(out, "open")} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky) != 0o755 {
+			t.Errorf("%s after the job: %v %v, want drwxr-xr-x", p, fi.Mode(), err)
+		}
+	}
+	if !strings.Contains(l, "opened-folders") {
+		t.Errorf("the job could not open its folders (the test's premise)")
 	}
 	for _, p := range []string{"analysis.json", "fifo"} {
 		if _, err := os.Lstat(filepath.Join(out, p)); err == nil {
