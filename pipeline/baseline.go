@@ -15,7 +15,6 @@ import (
 	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/config"
 	"github.com/gpugate/gpugate/gate"
-	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runcond"
@@ -220,9 +219,7 @@ func isAncestor(ctx context.Context, repo, commit, base string) int {
 	if commit == "" || strings.HasPrefix(commit, "-") {
 		return -1
 	}
-	cmd := exec.CommandContext(ctx, "git", "merge-base", "--is-ancestor", commit, base)
-	cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
-	cmd.Dir = repo
+	cmd := gitCommand(ctx, repo, "merge-base", "--is-ancestor", commit, base)
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
@@ -247,9 +244,7 @@ func MergeBase(ctx context.Context, repo, head, base string) (string, error) {
 		if strings.HasPrefix(ref, "-") {
 			continue
 		}
-		cmd := exec.CommandContext(ctx, "git", "merge-base", head, ref)
-		cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
-		cmd.Dir = repo
+		cmd := gitCommand(ctx, repo, "merge-base", head, ref)
 		out, err := cmd.Output()
 		if err == nil {
 			return strings.TrimSpace(string(out)), nil

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/config"
-	"github.com/gpugate/gpugate/internal/denyenv"
 	"github.com/gpugate/gpugate/runner"
 )
 
@@ -81,8 +79,7 @@ func (c *checkouts) close() {
 func gitBounded(dir string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = denyenv.Filter(os.Environ()) // git runs the repository's hooks
+	cmd := gitCommand(ctx, dir, args...)
 	cmd.WaitDelay = time.Second
 	return cmd.Run()
 }
