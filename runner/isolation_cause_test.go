@@ -151,6 +151,15 @@ sleep 2`
 		if fi, err := os.Stat(out); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
 			t.Errorf("the run folder was not given back to root: %v", err)
 		}
+		// network: none: the init, uid 59999, also holds CAP_NET_ADMIN in
+		// its namespace, to bring the loopback up.
+		res, _, log, err = runJob(t, Job{Args: []string{"/bin/sh", "-c", "id -u; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}, Dir: dir, Out: reachableDir(), Network: NetNone})
+		if err != nil {
+			t.Fatalf("network: none: %v", err)
+		}
+		if l := string(log); !strings.Contains(res.Isolation, "network: none") || l != "59999\nlo\n" {
+			t.Errorf("network: none: isolation %q, log %q, want uid 59999 and only lo (the init brought it up, or the job would not have started)", res.Isolation, l)
+		}
 		// A binary the job's uid may not execute: the uid mode instead.
 		self, _ := os.Executable()
 		fi, err := os.Stat(self)
