@@ -86,7 +86,9 @@ func isolateJob(job Job, res *Result, token string) (*jobIsolation, error) {
 			return nil, &Error{Job: job.Name, What: "could not isolate the job: " + err.Error(), Log: res.Log}
 		}
 		ji.uid, ji.env = u, env
-		job.keep = append(job.keep, u.private)
+		if u != nil {
+			job.keep = append(job.keep, u.private)
+		}
 	}
 	// What else the job must not reach: the runner's files, /tmp, the
 	// network (reach.go).
