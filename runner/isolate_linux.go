@@ -172,9 +172,11 @@ type initSpec struct {
 	// isolate_uid_linux.go), and every process of the uid is killed after.
 	UID int `json:"uid,omitempty"`
 	GID int `json:"gid,omitempty"`
-	// InUID and InGID: gpugate's uid and gid inside its user namespace
-	// when gpugate is root (never 0 there, where execve would give the
-	// job every capability of the namespace); its own ids otherwise.
+	// InUID and InGID: the uid and gid of the init and the job, inside
+	// their user namespace and on the host alike, when gpugate is root
+	// without CAP_SYS_ADMIN (the job's uid, jobUser: never 0, which would
+	// be root on the host and, inside, get every capability of the
+	// namespace at execve); unset otherwise (gpugate's own ids).
 	InUID int `json:"in_uid,omitempty"`
 	InGID int `json:"in_gid,omitempty"`
 }
@@ -330,14 +332,30 @@ func spawn(args []string) int {
 		// the covers). CAP_SYS_ADMIN, for the init's mounts only, comes as
 		// an ambient capability, which survives the init's execve.
 		uid, gid := os.Getuid(), os.Getgid()
-		in, ing := uid, gid
-		if spec.InUID != 0 {
-			in, ing = spec.InUID, spec.InGID
-		}
 		a.Cloneflags |= syscall.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: in, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: ing, HostID: gid, Size: 1}}
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		a.GidMappingsEnableSetgroups = false
+		if uid == 0 {
+			// Root without CAP_SYS_ADMIN (a container's root): the init
+			// and the job are the job's uid and gid (InUID, InGID) on the
+			// host too, never host root behind another id (uid 0 mapped
+			// to 59999 inside: a kernel uid 0 that owned and read root's
+			// 0600 files and wrote /proc/sys). Root may map any host id
+			// (CAP_SETUID, CAP_SETGID in its own namespace); Go's child
+			// then takes the ids once the maps are written, drops every
+			// supplementary group (setgroups, allowed here, and needed:
+			// it would keep root's), and raises the ambient capabilities
+			// after its setuid.
+			if spec.InUID <= 0 || spec.InGID <= 0 {
+				fmt.Fprintln(os.Stderr, "gpugate: could not isolate the job: root's user namespace needs the job's uid and gid")
+				return 125
+			}
+			a.UidMappings[0].ContainerID, a.UidMappings[0].HostID = spec.InUID, spec.InUID
+			a.GidMappings[0].ContainerID, a.GidMappings[0].HostID = spec.InGID, spec.InGID
+			a.GidMappingsEnableSetgroups = true
+			a.Credential = &syscall.Credential{Uid: uint32(spec.InUID), Gid: uint32(spec.InGID), Groups: []uint32{}}
+		}
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 		if spec.Net {
 			a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN) // to bring lo up

@@ -33,7 +33,7 @@ func chooseIsolation() isolation {
 
 func (isolation) spec([]string) initSpec { return initSpec{} }
 
-type uidJob struct{}
+type uidJob struct{ private string }
 
 func (*uidJob) done() []string { return nil }
 

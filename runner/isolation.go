@@ -71,19 +71,12 @@ func isolateJob(job Job, res *Result, token string) (*jobIsolation, error) {
 	if iso.warn != "" {
 		res.IsolationWarnings = append(res.IsolationWarnings, iso.warn)
 	}
-	// What else the job must not reach: the runner's files, /tmp, the
-	// network (reach.go).
-	reach, unreached, err := jobReach(job, filepath.Dir(res.Log), iso, &ji.spec)
-	if err != nil {
-		return nil, &Error{Job: job.Name, What: err.Error(), Log: res.Log}
-	}
-	switch iso.mode {
-	case modeNamespaces:
-		if len(hide) > 0 {
-			res.Isolation += "; covered with an empty file: " + escape.Terminal(strings.Join(hide, ", "))
-		}
-		res.Isolation += reach
-	case modeUID:
+	if iso.mode == modeUID || iso.mode == modeNamespaces && iso.uid != 0 {
+		// The job is a uid of its own (the uid mode, or the user
+		// namespace of root without CAP_SYS_ADMIN, where it is that uid
+		// on the host too): the artifacts folder is handed to it for the
+		// job's time, with a HOME and TMPDIR of its own (kept in its
+		// private /tmp), and it is refused while the uid is in use.
 		out, err := filepath.Abs(job.Out)
 		if job.Out == "" || err != nil {
 			out = ""
@@ -93,6 +86,24 @@ func isolateJob(job Job, res *Result, token string) (*jobIsolation, error) {
 			return nil, &Error{Job: job.Name, What: "could not isolate the job: " + err.Error(), Log: res.Log}
 		}
 		ji.uid, ji.env = u, env
+		if u != nil {
+			job.keep = append(job.keep, u.private)
+		}
+	}
+	// What else the job must not reach: the runner's files, /tmp, the
+	// network (reach.go).
+	reach, unreached, err := jobReach(job, filepath.Dir(res.Log), iso, &ji.spec)
+	if err != nil {
+		ji.uid.done()
+		return nil, &Error{Job: job.Name, What: err.Error(), Log: res.Log}
+	}
+	switch iso.mode {
+	case modeNamespaces:
+		if len(hide) > 0 {
+			res.Isolation += "; covered with an empty file: " + escape.Terminal(strings.Join(hide, ", "))
+		}
+		res.Isolation += reach
+	case modeUID:
 		res.Isolation += reach
 		if len(hide) > 0 {
 			res.Isolation += "; files that hold credentials are not covered (no mount namespace), the job's uid reads what its mode bits let any user read: " + escape.Terminal(strings.Join(hide, ", "))

@@ -3,8 +3,10 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,7 +64,11 @@ func TestFindCauses(t *testing.T) {
 // takes the user-namespace path, as an ordinary user does, and gets it
 // where the kernel allows user namespaces. Before issue 38 it tried only
 // the root path (clone of PID and mount namespaces, which needs
-// CAP_SYS_ADMIN) and ran with none.
+// CAP_SYS_ADMIN) and ran with none. And the job is the job's uid on the
+// host too, not host root mapped to 59999 inside (as it was): it can
+// neither read nor append to root's 0600 file nor write /proc/sys, and
+// from the host its init and the file it makes are uid 59999's. Where
+// the uid may not execute gpugate's binary, the uid mode is chosen.
 func TestRootWithoutSysAdmin(t *testing.T) {
 	if os.Getenv("GPUGATE_TEST_NO_SYS_ADMIN") == "1" {
 		if hasCap(0x15) { // CAP_SYS_ADMIN
@@ -73,14 +79,101 @@ func TestRootWithoutSysAdmin(t *testing.T) {
 		if i.mode != modeNamespaces || !i.user || i.uid == 0 {
 			t.Fatalf("root without CAP_SYS_ADMIN: mode %v user %v uid %d (%s), want a user namespace with the job not root", i.mode, i.user, i.uid, i.what)
 		}
-		res, _, log, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", "id -u; grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'"}})
+		// Folders the job's uid can reach (t.TempDir's are 0700).
+		reachableDir := func() string {
+			d := t.TempDir()
+			os.Chmod(d, 0o755)
+			os.Chmod(filepath.Dir(d), 0o755)
+			return d
+		}
+		dir, out := reachableDir(), reachableDir()
+		secret := filepath.Join(dir, "root-secret")
+		if err := os.WriteFile(secret, []byte("canary-root-secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		script := `id -u; id -g; echo "groups=$(id -G)"
+grep CapEff /proc/self/status
+echo "procs=$(ls /proc | grep -c '^[0-9]')"
+cat root-secret 2>/dev/null && echo LEAK-READ
+echo appended 2>/dev/null >> root-secret && echo LEAK-APPEND
+v=$(cat /proc/sys/fs/protected_symlinks) && echo "$v" 2>/dev/null > /proc/sys/fs/protected_symlinks && echo LEAK-SYSCTL
+echo made > "$OUTDIR/made"
+sleep 2`
+		// From the host, while the job sleeps: the owner of the file it
+		// made, and the ids of its init.
+		var made, initIDs string
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				fi, err := os.Stat(filepath.Join(out, "made"))
+				if err != nil {
+					continue
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				made = fmt.Sprintf("%d:%d", st.Uid, st.Gid)
+				ents, _ := os.ReadDir("/proc")
+				for _, e := range ents {
+					cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+					if strings.HasPrefix(string(cmdline), readyArg0+"\x00") {
+						st, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+						initIDs = "Uid " + statusField(string(st), "Uid") + " Gid " + statusField(string(st), "Gid") + " Groups " + statusField(string(st), "Groups")
+					}
+				}
+				return
+			}
+		}()
+		res, _, log, err := runJob(t, Job{Args: []string{"/bin/sh", "-c", script}, Dir: dir, Out: out, Env: map[string]string{"OUTDIR": out}})
+		<-polled
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(log), "59999\n") || !strings.Contains(string(log), "CapEff:\t0000000000000000") {
-			t.Errorf("the job is not uid 59999 without capabilities in its namespace:\n%s", log)
+		l := string(log)
+		t.Logf("%s\n%s\nfrom the host: made %s, init %s", res.Isolation, l, made, initIDs)
+		if !strings.Contains(l, "59999\n59999\ngroups=59999\n") || !strings.Contains(l, "CapEff:\t0000000000000000") {
+			t.Errorf("the job is not uid and gid 59999, without supplementary group or capability, in its namespace:\n%s", l)
 		}
-		t.Logf("%s\n%s", res.Isolation, log)
+		if strings.Contains(l, "LEAK") {
+			t.Errorf("the job read or wrote what only root may:\n%s", l)
+		}
+		if b, _ := os.ReadFile(secret); string(b) != "canary-root-secret\n" {
+			t.Errorf("root's 0600 file now holds %q", b)
+		}
+		if made != "59999:59999" {
+			t.Errorf("the file the job made is %q's on the host, want 59999:59999", made)
+		}
+		if initIDs != "Uid 59999\t59999\t59999\t59999 Gid 59999\t59999\t59999\t59999 Groups " {
+			t.Errorf("the job's init, from the host: %q, want uid and gid 59999 and no supplementary group", initIDs)
+		}
+		if !strings.Contains(res.Isolation, "the job is uid 59999 and gid 59999 on the host too") {
+			t.Errorf("isolation %q does not say the job is uid 59999 on the host", res.Isolation)
+		}
+		if fi, err := os.Stat(out); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			t.Errorf("the run folder was not given back to root: %v", err)
+		}
+		// network: none: the init, uid 59999, also holds CAP_NET_ADMIN in
+		// its namespace, to bring the loopback up.
+		res, _, log, err = runJob(t, Job{Args: []string{"/bin/sh", "-c", "id -u; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"}, Dir: dir, Out: reachableDir(), Network: NetNone})
+		if err != nil {
+			t.Fatalf("network: none: %v", err)
+		}
+		if l := string(log); !strings.Contains(res.Isolation, "network: none") || l != "59999\nlo\n" {
+			t.Errorf("network: none: isolation %q, log %q, want uid 59999 and only lo (the init brought it up, or the job would not have started)", res.Isolation, l)
+		}
+		// A binary the job's uid may not execute: the uid mode instead.
+		self, _ := os.Executable()
+		fi, err := os.Stat(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(self, 0o700)
+		defer os.Chmod(self, fi.Mode().Perm())
+		probeMu.Lock()
+		clear(probed)
+		probeMu.Unlock()
+		if i := chooseIsolation(); i.mode != modeUID || !strings.Contains(i.warn, "is not executable by the job's uid 59999") {
+			t.Errorf("binary not executable by the job's uid: mode %v (%s), warning %q; want the uid mode, saying why", i.mode, i.what, i.warn)
+		}
 		return
 	}
 	if os.Getuid() != 0 {

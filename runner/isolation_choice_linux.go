@@ -116,11 +116,18 @@ func probeNamespaces() (isolation, error) {
 	user := os.Getuid() != 0 || !hasCap(unix.CAP_SYS_ADMIN)
 	i := isolation{mode: modeNamespaces, ns: true, user: user}
 	if user && os.Getuid() == 0 {
-		// Root without CAP_SYS_ADMIN: in its user namespace the job must
-		// not be uid 0, which execve would give every capability there
-		// (enough to undo the covers). It is the job's uid instead.
+		// Root without CAP_SYS_ADMIN: the init and the job run as the
+		// job's uid and gid, on the host too (spawn): not root there, nor
+		// uid 0 in the namespace, which execve would give every
+		// capability there (enough to undo the covers). Their run folder
+		// is handed to the uid as in the uid mode (isolateJob). The init
+		// is gpugate's binary, executed as the uid: where the uid may not
+		// execute it, the uid mode is chosen instead.
 		u, err := jobUser()
 		if err != nil {
+			return isolation{what: "none (" + escape.Terminal(err.Error()) + ")"}, err
+		}
+		if err := executableBy(self, u); err != nil {
 			return isolation{what: "none (" + escape.Terminal(err.Error()) + ")"}, err
 		}
 		i.uid, i.gid = u.uid, u.gid
@@ -141,7 +148,7 @@ func probeNamespaces() (isolation, error) {
 	}
 	switch {
 	case user && os.Getuid() == 0:
-		i.what = fmt.Sprintf("user, PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes; gpugate runs as root without CAP_SYS_ADMIN, and the job is uid %d there, without capabilities)", i.uid)
+		i.what = fmt.Sprintf("user, PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes; gpugate runs as root without CAP_SYS_ADMIN, and the job is uid %d and gid %d on the host too, without supplementary group or capability)", i.uid, i.gid)
 	case user:
 		i.what = "user, PID and mount namespace with a fresh /proc and /dev/shm (the job sees only its own processes)"
 	default:
@@ -197,6 +204,29 @@ func shortWhy(err error) string {
 		return e.short()
 	}
 	return escape.Terminal(err.Error())
+}
+
+// executableBy says why u may not execute the file path by its mode bits
+// (the check execve makes, as u, of gpugate's binary), nil if it may.
+func executableBy(path string, u jobIdentity) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	m := fi.Mode().Perm()
+	switch {
+	case int(st.Uid) == u.uid:
+		m &= 0o100
+	case int(st.Gid) == u.gid:
+		m &= 0o010
+	default:
+		m &= 0o001
+	}
+	if m == 0 {
+		return fmt.Errorf("gpugate's binary %s is not executable by the job's uid %d (mode %04o, owned by %d:%d): chmod o+x it to give the job a namespace", path, u.uid, fi.Mode().Perm(), st.Uid, st.Gid)
+	}
+	return nil
 }
 
 // hasCap reports whether capability c is in this process's effective set.

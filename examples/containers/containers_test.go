@@ -85,7 +85,7 @@ for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
 done
 echo "opened $n"
 runner=$(dirname "$(dirname "$RUNNER_WORKSPACE")")
-for f in "$runner/.credentials" "$runner/db-url"; do echo "read $f: $(cat "$f" 2>&1)"; done
+for f in "$runner/.credentials" "$runner/db-url" /root-only; do echo "read $f: $(cat "$f" 2>&1)"; done
 setsid sh -c 'env -i sh -c "sleep 3001 & exec sleep 3002" &'
 sleep 0.2
 echo "job: $(id)"
@@ -107,10 +107,14 @@ mkdir -p "$R/_work/repo"
 umask 077
 printf '%s\n' "$CRED" > "$R/.credentials"
 printf '%s\n' "/tmp/store-$DBCANARY.db" > "$R/db-url"
+# Root's 0600 file in a folder anyone searches, covered by nothing: only
+# the job's mode bits keep it out (a job that is root on the host behind
+# another uid read it).
+[ "$(id -u)" = 0 ] && printf '%s\n' "$ROOTONLY" > /root-only
 umask 022
 export RUNNER_WORKSPACE=$R/_work/repo
 env RUNNER_TOKEN="$STANDIN_TOKEN" sleep 600 &
-unset CRED DBCANARY STANDIN_TOKEN
+unset CRED DBCANARY STANDIN_TOKEN ROOTONLY
 cd /work
 gpugate run -config /work/perf.yaml -db-file "$R/db-url" -out /tmp/out > /tmp/report.txt 2> /tmp/log.txt
 echo "==EXIT== $?"
@@ -133,6 +137,7 @@ var canaries = map[string]string{
 	"STANDIN_TOKEN": "canary-runner-standin-token-55de",
 	"CRED":          "canary-runner-credentials-c0ff",
 	"DBCANARY":      "canary-db-file-url-e1e1",
+	"ROOTONLY":      "canary-root-only-file-0a0a",
 }
 
 type outcome struct {
@@ -262,11 +267,18 @@ func TestUserShippedSettings(t *testing.T) {
 }
 
 // TestRootShippedSettings: root with the shipped settings, still without
-// CAP_SYS_ADMIN: the user-namespace path, the job not root there.
+// CAP_SYS_ADMIN: the user-namespace path, the job not root there nor on
+// the host (root's 0600 /root-only stays unread: checkContained).
 func TestRootShippedSettings(t *testing.T) {
 	d := dockertest.Start(t)
 	o := runScenario(t, d, shipped(t))
 	checkContained(t, o, "user, PID and mount namespace")
+	if !strings.Contains(o.log, "the job is uid 59999 and gid 59999 on the host too") {
+		t.Errorf("the isolation does not say the job is uid 59999 on the host:\n%s", o.log)
+	}
+	if !strings.Contains(o.jobLog, "read /root-only: cat: can't open '/root-only': Permission denied") && !strings.Contains(o.jobLog, "read /root-only: cat: /root-only: Permission denied") {
+		t.Errorf("the job's read of root's 0600 file was not refused:\n%s", o.jobLog)
+	}
 	if !strings.Contains(o.log, "without CAP_SYS_ADMIN") {
 		t.Errorf("the isolation does not say gpugate is root without CAP_SYS_ADMIN:\n%s", o.log)
 	}
