@@ -388,6 +388,9 @@ func missingReadOnly(o Options) bool {
 // openStore opens the store for recording (o.Record) or for gating: a
 // store that does not exist yet is created, a read-only one serves reads.
 func openStore(ctx context.Context, o Options) (*baseline.Store, error) {
+	if !baseline.IsURL(o.DB) {
+		runner.SetStore(o.DB) // read-only for the job (runner.SetStore)
+	}
 	if o.ReadOnly && !o.Record {
 		return baseline.OpenReadOnly(ctx, o.DB)
 	}

@@ -49,3 +49,39 @@ func hiddenFiles(extra []string) []string {
 	}
 	return out
 }
+
+var (
+	storeMu sync.Mutex
+	stores  []string
+)
+
+// SetStore names a SQLite store's file that gpugate reads after the job:
+// the pipeline opens it before the job and picks the baseline from it
+// after. In a namespace the folder that holds it is mounted read-only for
+// the job (jobReach), so that a job, gpugate's own user there, cannot
+// insert slow baseline runs and pass its own regression (issue 34's
+// review). "" forgets them.
+func SetStore(path string) {
+	storeMu.Lock()
+	defer storeMu.Unlock()
+	if path == "" {
+		stores = nil
+		return
+	}
+	if a, err := filepath.Abs(path); err == nil && !slices.Contains(stores, a) {
+		stores = append(stores, a)
+	}
+}
+
+// storeFolders are the folders of SetStore's files.
+func storeFolders() []string {
+	storeMu.Lock()
+	defer storeMu.Unlock()
+	var out []string
+	for _, s := range stores {
+		if d, err := filepath.EvalSymlinks(filepath.Dir(s)); err == nil && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}

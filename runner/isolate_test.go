@@ -397,3 +397,45 @@ except OSError as e:
 		}
 	}
 }
+
+// TestStoreReadOnlyForJob: the SQLite store gpugate picks the baseline
+// from after the job is read-only to the job in its namespace (issue
+// 34's review: the job, gpugate's user, could insert slow baseline runs
+// and pass its own regression); where the job's own folder lies in the
+// store's, the isolation line says the job could rewrite it.
+func TestStoreReadOnlyForJob(t *testing.T) {
+	isolate(t, "namespace")
+	// Not under /tmp: the private /tmp would hide it anyway.
+	base, err := os.MkdirTemp("/var/lib", "gpugate-store-test-")
+	if err != nil {
+		t.Skipf("no folder outside /tmp: %v", err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	db := filepath.Join(base, "baseline.db")
+	os.WriteFile(db, []byte("store"), 0o644)
+	SetStore(db)
+	defer SetStore("")
+	var log bytes.Buffer
+	script := `echo forged >> ` + db + ` && echo WROTE-STORE; touch ` + db + `-journal && echo PLANTED; echo done`
+	res, err := Run(context.Background(), Job{Name: "store", Args: []string{"sh", "-c", script}, Dir: t.TempDir(), Out: t.TempDir(), Profiler: None, Timeout: time.Minute, Output: &log, Plain: true})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	if b, _ := os.ReadFile(db); string(b) != "store" || strings.Contains(log.String(), "WROTE-STORE") || strings.Contains(log.String(), "PLANTED") {
+		t.Errorf("the job wrote the store's folder (store now %q):\n%s", b, log.String())
+	}
+	if !strings.Contains(res.Isolation, "read-only: "+base) {
+		t.Errorf("isolation %q does not name the store's folder read-only", res.Isolation)
+	}
+	// The job's folder inside the store's: not read-only, and said.
+	work := filepath.Join(base, "work")
+	os.Mkdir(work, 0o755)
+	res, err = Run(context.Background(), Job{Name: "store", Args: []string{"sh", "-c", "echo done"}, Dir: work, Out: t.TempDir(), Profiler: None, Timeout: time.Minute, Output: &log, Plain: true})
+	if err != nil {
+		t.Fatalf("Run in the store's folder: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(res.Isolation, "the job could rewrite the store") {
+		t.Errorf("isolation %q does not say the job could rewrite the store", res.Isolation)
+	}
+}

@@ -200,6 +200,17 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		}
 		return false
 	}
+	// The store's folder, read-only, unless the job's own folders lie in
+	// it (a store in the repository): then the job could rewrite it, and
+	// the isolation line says so.
+	var inJob []string
+	for _, d := range storeFolders() {
+		if slices.ContainsFunc(append([]string{dir, out}, spec.Keep...), func(k string) bool { return k != "" && within(k, d) }) {
+			inJob = append(inJob, d)
+			continue
+		}
+		ro = append(ro, d)
+	}
 	cover = slices.DeleteFunc(cover, func(p string) bool { return !reachable(p) })
 	ro = slices.DeleteFunc(ro, func(p string) bool { return !reachable(p) })
 	spec.Hide = append(spec.Hide, cover...)
@@ -215,6 +226,9 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	}
 	if len(ro) > 0 {
 		text += "; read-only: " + strings.Join(ro, ", ")
+	}
+	if len(inJob) > 0 {
+		text += "; the baseline store's folder holds the job's own, and the job could rewrite the store: " + strings.Join(inJob, ", ") + " (keep it elsewhere, docs/security.md)"
 	}
 	if network == NetNone {
 		spec.Net = true
