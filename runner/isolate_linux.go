@@ -168,6 +168,12 @@ type initSpec struct {
 	Keep []string `json:"keep,omitempty"`
 	// RO are folders bind-mounted read-only (gpugate's install folder).
 	RO []string `json:"ro,omitempty"`
+	// RunnerRO is the Actions runner's folder, read-only but for the
+	// folders of RunnerRW (the workspace, RUNNER_TEMP, the job's own),
+	// bound back writable: the runner's externals and actions are code
+	// the workflow's later steps run.
+	RunnerRO string   `json:"runner_ro,omitempty"`
+	RunnerRW []string `json:"runner_rw,omitempty"`
 	// UID and GID: the job runs as this uid and gid (the uid mode,
 	// isolate_uid_linux.go), and every process of the uid is killed after.
 	UID int `json:"uid,omitempty"`
@@ -425,6 +431,9 @@ func setupNS(spec initSpec) error {
 		if err := os.Chdir(cwd); err != nil {
 			return fmt.Errorf("private /tmp: the job's folder %s: %w", cwd, err)
 		}
+	}
+	if err := runnerReadOnly(spec.RunnerRO, spec.RunnerRW); err != nil {
+		return err
 	}
 	if err := cover(spec.Hide); err != nil {
 		return err
@@ -1015,6 +1024,27 @@ func privateRun(spec initSpec) error {
 	}
 	if err := unix.Mount("tmpfs", d, "tmpfs", opts, "mode=0700"); err != nil {
 		return fmt.Errorf("a private %s: %w", d, err)
+	}
+	return nil
+}
+
+// runnerReadOnly makes root read-only and binds each folder of rw (below
+// it) back writable: the bind copies the read-only flag, and its own
+// remount drops it, while the rest of root stays read-only.
+func runnerReadOnly(root string, rw []string) error {
+	if root == "" {
+		return nil
+	}
+	if _, err := os.Stat(root); err != nil {
+		return nil // not in this namespace (below a private /tmp)
+	}
+	if err := readOnly([]string{root}); err != nil {
+		return err
+	}
+	for _, p := range rw {
+		if err := remount(p, false); err != nil {
+			return fmt.Errorf("in the read-only runner folder: %w", err)
+		}
 	}
 	return nil
 }

@@ -17,6 +17,8 @@ const isolationEnv = "GPUGATE_ISOLATION"
 type initSpec struct {
 	NS, User, Env, Net, Tmp bool
 	Hide, Sockets, Keep, RO []string
+	RunnerRO                string
+	RunnerRW                []string
 }
 
 const selfExe = ""

@@ -439,3 +439,61 @@ func TestStoreReadOnlyForJob(t *testing.T) {
 		t.Errorf("isolation %q does not say the job could rewrite the store", res.Isolation)
 	}
 }
+
+// TestRunnerFolderReadOnly: in its namespace the job cannot rewrite the
+// Actions runner's own folder (its externals, the actions the workflow's
+// later steps run), while the workspace, RUNNER_TEMP and its run folder
+// stay writable (issue 34's review: the job, the runner's user, could
+// plant code in _work/_actions for the steps after it).
+func TestRunnerFolderReadOnly(t *testing.T) {
+	isolate(t, "namespace")
+	root, err := os.MkdirTemp("/var/lib", "gpugate-runner-test-") // outside the private /tmp
+	if err != nil {
+		t.Skipf("no folder outside /tmp: %v", err)
+	}
+	defer os.RemoveAll(root)
+	os.Chmod(root, 0o755)
+	ws := filepath.Join(root, "_work", "repo")
+	temp := filepath.Join(root, "_work", "_temp")
+	action := filepath.Join(root, "_work", "_actions", "actions", "upload-artifact", "v4", "dist", "index.js")
+	node := filepath.Join(root, "externals", "node20", "bin", "node")
+	out := filepath.Join(ws, ".gpugate", "run1")
+	for _, d := range []string{filepath.Join(ws, "repo"), temp, filepath.Dir(action), filepath.Dir(node), out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(action, []byte("upload\n"), 0o644)
+	os.WriteFile(node, []byte("node\n"), 0o755)
+	t.Setenv("RUNNER_WORKSPACE", ws)
+	t.Setenv("RUNNER_TEMP", temp)
+	job := filepath.Join(ws, "repo")
+	script := `echo evil >> ` + action + ` && echo WROTE-ACTION
+echo evil >> ` + node + ` && echo WROTE-NODE
+touch ` + filepath.Join(root, "_work", "_actions", "new") + ` && echo PLANTED
+echo w > ` + filepath.Join(job, "ok") + ` && echo wrote-workspace
+echo w > ` + filepath.Join(temp, "ok") + ` && echo wrote-temp
+echo w > ` + filepath.Join(out, "ok") + ` && echo wrote-out`
+	var log bytes.Buffer
+	res, err := Run(context.Background(), Job{Name: "runner", Args: []string{"sh", "-c", script}, Dir: job, Out: out, Profiler: None, Timeout: time.Minute, Output: &log, Plain: true})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+	l := log.String()
+	for _, bad := range []string{"WROTE-ACTION", "WROTE-NODE", "PLANTED"} {
+		if strings.Contains(l, bad) {
+			t.Errorf("the job could write the runner's folder: %s\n%s", bad, l)
+		}
+	}
+	for _, want := range []string{"wrote-workspace", "wrote-temp", "wrote-out"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("the job could not write where it must: %s missing\n%s", want, l)
+		}
+	}
+	if b, _ := os.ReadFile(action); string(b) != "upload\n" {
+		t.Errorf("the action is now %q", b)
+	}
+	if !strings.Contains(res.Isolation, "the runner's folder read-only") {
+		t.Errorf("isolation %q does not say the runner's folder is read-only", res.Isolation)
+	}
+}

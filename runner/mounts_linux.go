@@ -91,28 +91,46 @@ func readOnly(paths []string) error {
 		if err != nil {
 			return fmt.Errorf("read-only %s: %w", p, err)
 		}
-		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("read-only %s: %w", p, err)
+		if err := remount(p, true); err != nil {
+			return err
 		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(p, &st); err != nil {
-			return fmt.Errorf("read-only %s: %w", p, err)
+	}
+	return nil
+}
+
+// remount binds p onto itself and remounts the bind read-only or
+// writable, keeping the flags a mount namespace made by an unprivileged
+// user may not drop (nosuid, nodev, noexec, the atime ones: the kernel
+// locks them).
+func remount(p string, ro bool) error {
+	what := "writable"
+	if ro {
+		what = "read-only"
+	}
+	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT)
+	if ro {
+		flags |= unix.MS_RDONLY
+	}
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			flags |= f.ms
 		}
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-		for _, f := range []struct{ st, ms uintptr }{
-			{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
-			{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
-		} {
-			if uintptr(st.Flags)&f.st != 0 {
-				flags |= f.ms
-			}
-		}
-		if uintptr(st.Flags)&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
-			flags |= unix.MS_STRICTATIME
-		}
-		if err := unix.Mount("", p, "", flags, ""); err != nil {
-			return fmt.Errorf("read-only %s: %w", p, err)
-		}
+	}
+	if uintptr(st.Flags)&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
+		flags |= unix.MS_STRICTATIME
+	}
+	if err := unix.Mount("", p, "", flags, ""); err != nil {
+		return fmt.Errorf("%s %s: %w", what, p, err)
 	}
 	return nil
 }

@@ -200,6 +200,25 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		}
 		return false
 	}
+	runnerText := ""
+	// The Actions runner's folder (two levels above RUNNER_WORKSPACE, as
+	// hide.go's credentials), read-only but for the workspace, RUNNER_TEMP
+	// and the job's own folders, where they lie in it.
+	if ws := os.Getenv("RUNNER_WORKSPACE"); filepath.IsAbs(ws) {
+		root := filepath.Dir(filepath.Dir(filepath.Clean(ws)))
+		if r, err := filepath.EvalSymlinks(root); err == nil && root != "/" {
+			spec.RunnerRO = r
+			for _, p := range append([]string{ws, os.Getenv("RUNNER_TEMP"), dir, out}, spec.Keep...) {
+				if p == "" || !filepath.IsAbs(p) {
+					continue
+				}
+				if rp, err := filepath.EvalSymlinks(p); err == nil && within(rp, r) && rp != r && !slices.ContainsFunc(spec.RunnerRW, func(k string) bool { return within(rp, k) }) {
+					spec.RunnerRW = append(spec.RunnerRW, rp)
+				}
+			}
+			runnerText = "; the runner's folder read-only but for the workspace, RUNNER_TEMP and the job's folders: " + r
+		}
+	}
 	// The store's folder, read-only, unless the job's own folders lie in
 	// it (a store in the repository): then the job could rewrite it, and
 	// the isolation line says so.
@@ -227,6 +246,7 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	if len(ro) > 0 {
 		text += "; read-only: " + strings.Join(ro, ", ")
 	}
+	text += runnerText
 	if len(inJob) > 0 {
 		text += "; the baseline store's folder holds the job's own, and the job could rewrite the store: " + strings.Join(inJob, ", ") + " (keep it elsewhere, docs/security.md)"
 	}
