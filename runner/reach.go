@@ -206,7 +206,7 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	// and the job's own folders, where they lie in it.
 	if ws := os.Getenv("RUNNER_WORKSPACE"); filepath.IsAbs(ws) {
 		root := filepath.Dir(filepath.Dir(filepath.Clean(ws)))
-		if r, err := filepath.EvalSymlinks(root); err == nil && root != "/" {
+		if r, err := filepath.EvalSymlinks(root); err == nil && root != "/" && isRunnerFolder(r) {
 			spec.RunnerRO = r
 			for _, p := range append([]string{ws, os.Getenv("RUNNER_TEMP"), dir, out}, spec.Keep...) {
 				if p == "" || !filepath.IsAbs(p) {
@@ -271,4 +271,17 @@ func first(args []string) string {
 		return ""
 	}
 	return args[0]
+}
+
+// isRunnerFolder: dir is an Actions runner's own folder (its .runner
+// file, its bin/Runner.Worker or its externals), not whatever lies two
+// levels above a workspace elsewhere (a home folder, /tmp), which the
+// job may need to write.
+func isRunnerFolder(dir string) bool {
+	for _, f := range []string{".runner", "bin/Runner.Worker", "externals"} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
