@@ -239,6 +239,10 @@ type Result struct {
 	measured   [2]int // [lo, hi) of the steps Options.FirstStep and MaxSteps select
 	stepThread int64
 	dataName   string
+	// loader: each host thread's data-loader ranges (sorted, disjoint),
+	// where the work of a single-process DataLoader (its transforms'
+	// operators) runs: not the model's work (work, more-work).
+	loader     map[int64][]span
 	syncRanges []struct{ thread, t int64 }
 	stacks     map[int64][]stackFrame // Profile.Stack by thread, built on first use (sourceAt)
 }
@@ -326,6 +330,7 @@ func Analyze(p *trace.Profile, opt Options) *Result {
 
 	data, dataName := dataRanges(p, opt.DataPattern)
 	r.dataName = dataName
+	r.loader = loaderByThread(p, opt.DataPattern)
 	r.hostCalls(opt, data, windows)
 	if r.HasGPU {
 		r.gpuMetrics(opt, opStep, windows, data)
@@ -945,6 +950,32 @@ func dataRanges(p *trace.Profile, re *regexp.Regexp) ([]span, string) {
 		}
 	}
 	return unionSorted(in), p.Names.String(best) // Ranges are sorted by start
+}
+
+// loaderByThread are the data-loader ranges of each host thread.
+func loaderByThread(p *trace.Profile, re *regexp.Regexp) map[int64][]span {
+	match := p.Names.Match(re)
+	by := map[int64][]span{}
+	for i := range p.Ranges {
+		if match[p.Ranges[i].Name] {
+			by[p.Ranges[i].Thread] = append(by[p.Ranges[i].Thread], span{p.Ranges[i].Start, p.Ranges[i].End})
+		}
+	}
+	for t, in := range by {
+		by[t] = unionSorted(in) // Ranges are sorted by start
+	}
+	return by
+}
+
+// inLoader: t lies in one of thread's data-loader ranges.
+func (r *Result) inLoader(thread, t int64) bool {
+	in := r.loader[thread]
+	i, _ := slices.BinarySearchFunc(in, t, func(s span, t int64) int { return cmp.Compare(s.lo, t) })
+	// in[i-1] is the last range starting at or before t (or in[i] starts at t).
+	if i < len(in) && in[i].lo == t {
+		return true
+	}
+	return i > 0 && t < in[i-1].hi
 }
 
 func (r *Result) gpuMetrics(opt Options, opStep []int32, windows []span, data []span) {

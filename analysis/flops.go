@@ -187,7 +187,9 @@ func (r *Result) work(w Work) *WorkResult {
 			}
 			return 0
 		})
-		if !ok {
+		if !ok || r.inLoader(op.Thread, op.Start) {
+			// Outside the steps, or the data loader's own work (a
+			// single-process DataLoader's transforms): not the model's.
 			continue
 		}
 		wr.FLOPOps++

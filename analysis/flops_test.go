@@ -196,3 +196,28 @@ func TestWorkOps(t *testing.T) {
 		t.Errorf("ops %+v, want %+v", w.Ops, want)
 	}
 }
+
+// TestWorkLeavesOutTheLoader: the operators a single-process DataLoader
+// runs inside its __next__ range on the training thread (its transforms'
+// convolutions) are not the model's work: the demo's slow loader, under
+// torch 1.13 without FLOPs, was named more-work ("aten::conv1d/2d/3d 2 →
+// 514 calls per step") ahead of data-loader-bound. The same operator on
+// another thread, or outside the range, counts.
+func TestWorkLeavesOutTheLoader(t *testing.T) {
+	p := trace.New("t.json", trace.FormatKineto)
+	loader := p.Names.Intern([]byte("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"))
+	p.Ranges = []trace.Range{{Name: loader, Start: 100, End: 500, Thread: 1}}
+	p.FLOPOps = []trace.FLOPOp{
+		{Start: 150, End: 160, Thread: 1, Kind: trace.FLOPConv, FLOPs: 1e6}, // the loader's
+		{Start: 100, End: 110, Thread: 1, Kind: trace.FLOPConv, FLOPs: 1e6}, // the loader's, at its start
+		{Start: 200, End: 210, Thread: 2, Kind: trace.FLOPConv, FLOPs: 1e6}, // another thread's
+		{Start: 600, End: 700, Thread: 1, Kind: trace.FLOPLinear, FLOPs: 2e6},
+	}
+	r := &Result{Profile: p, Steps: []Step{{HostStart: 0, HostEnd: 1000, Start: 0, End: 1000}}}
+	r.loader = loaderByThread(p, DefaultDataPattern)
+	w := r.work(Work{})
+	want := []OpWork{{"aten::linear", 1, 2e6}, {"aten::conv1d/2d/3d", 1, 1e6}}
+	if w == nil || len(w.Ops) != 2 || w.Ops[0] != want[0] || w.Ops[1] != want[1] {
+		t.Errorf("ops %+v, want %+v (the loader's two convolutions left out)", w.Ops, want)
+	}
+}

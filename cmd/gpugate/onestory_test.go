@@ -340,6 +340,11 @@ workloads:
     profiler: torch`+flopsKey+`
     warmup_steps: 2
     measure_steps: 5
+# The host's load is not this test's subject (run_demo_host's is): every
+# run counts, disturbed or not (docs/verdicts.md §5c).
+host:
+  other_cpu: 100%
+  cpu_pressure: 100%
 `), 0o644)
 		return p
 	}

@@ -86,6 +86,11 @@ workloads:
     # The job replays a capture: there is no training loop to time, so
     # step time comes from the trace (docs/verdicts.md §5d).
     profiler_timing: true
+# The job replays a capture: its step times do not move with the host's
+# load, so no run of it is disturbed (docs/verdicts.md §5c).
+host:
+  other_cpu: 100%
+  cpu_pressure: 100%
 `), 0o644)
 	db := filepath.Join(dir, "b.db")
 	var o, e bytes.Buffer

@@ -57,6 +57,11 @@ workloads:
   runs: 5
 allowances:
   step_time: 50%
+# The host's load is not this test's subject (run_demo_host's is): every
+# run counts, disturbed or not (docs/verdicts.md §5c).
+host:
+  other_cpu: 100%
+  cpu_pressure: 100%
 `
 }
 
