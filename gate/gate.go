@@ -726,23 +726,9 @@ func combined(run Run, m analysis.Metric, warnings *[]string) []float64 {
 // run has no finite value of m (a GPU metric of a CPU run).
 func RunValue(run Run, m analysis.Metric) (v float64, ok bool) {
 	var ws []string
-	var xs []float64
-	for _, x := range combined(run, m, &ws) {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			xs = append(xs, x)
-		}
-	}
-	if len(xs) == 0 {
-		return 0, false
-	}
 	// Summed in ascending order, as stats sums a run's steps: the same
-	// bits, not merely the same number to print.
-	slices.Sort(xs)
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	return sum / float64(len(xs)), true
+	// bits, not merely the same number to print (runMean).
+	return runMean(combined(run, m, &ws))
 }
 
 // firstWithout is the path of the first rank of run without m.
