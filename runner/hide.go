@@ -51,9 +51,20 @@ func hiddenFiles(extra []string) []string {
 }
 
 var (
-	storeMu sync.Mutex
-	stores  []string
+	storeMu     sync.Mutex
+	stores      []string
+	storeSecret bool
 )
+
+// SetStoreSecret says the store's location is itself a secret (it came
+// from -db-file or $GPUGATE_DB): its folder is then not made read-only,
+// since the mounts the init makes travel on its command line, which the
+// job can read (/proc/1/cmdline in its namespace).
+func SetStoreSecret(secret bool) {
+	storeMu.Lock()
+	defer storeMu.Unlock()
+	storeSecret = secret
+}
 
 // SetStore names a SQLite store's file that gpugate reads after the job:
 // the pipeline opens it before the job and picks the baseline from it
@@ -73,15 +84,18 @@ func SetStore(path string) {
 	}
 }
 
-// storeFolders are the folders of SetStore's files.
-func storeFolders() []string {
+// storeFolders are the folders of SetStore's files; secret when
+// SetStoreSecret says their location may not be named.
+func storeFolders() (out []string, secret bool) {
 	storeMu.Lock()
 	defer storeMu.Unlock()
-	var out []string
+	if storeSecret && len(stores) > 0 {
+		return nil, true
+	}
 	for _, s := range stores {
 		if d, err := filepath.EvalSymlinks(filepath.Dir(s)); err == nil && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
-	return out
+	return out, false
 }

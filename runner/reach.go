@@ -223,7 +223,11 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	// it (a store in the repository): then the job could rewrite it, and
 	// the isolation line says so.
 	var inJob []string
-	for _, d := range storeFolders() {
+	folders, secret := storeFolders()
+	if secret {
+		runnerText += "; the baseline store's folder is not made read-only: its location came from -db-file or $GPUGATE_DB, and would be named on the init's command line"
+	}
+	for _, d := range folders {
 		if slices.ContainsFunc(append([]string{dir, out}, spec.Keep...), func(k string) bool { return k != "" && within(k, d) }) {
 			inJob = append(inJob, d)
 			continue

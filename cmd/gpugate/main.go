@@ -178,6 +178,9 @@ func gpugate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		df = *dbFile
 	}
 	runner.SetHidden(credentialFiles(df, os.Getenv))
+	// A store location from -db-file or $GPUGATE_DB is not to be named
+	// where the job can read it (runner.SetStoreSecret).
+	runner.SetStoreSecret(df != "" || os.Getenv("GPUGATE_DB") != "")
 	if err == nil {
 		err = run(ctx, stdout, stderr, fs.Args())
 	}
