@@ -228,7 +228,7 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		runnerText += "; the baseline store's folder is not made read-only: its location came from -db-file or $GPUGATE_DB, and would be named on the init's command line"
 	}
 	for _, d := range folders {
-		if slices.ContainsFunc(append([]string{dir, out}, spec.Keep...), func(k string) bool { return k != "" && within(k, d) }) {
+		if slices.ContainsFunc(append([]string{absDir(dir), out}, spec.Keep...), func(k string) bool { return k != "" && within(k, d) }) {
 			inJob = append(inJob, d)
 			continue
 		}
@@ -236,6 +236,12 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	}
 	cover = slices.DeleteFunc(cover, func(p string) bool { return !reachable(p) })
 	ro = slices.DeleteFunc(ro, func(p string) bool { return !reachable(p) })
+	// A folder that holds the job's own (gpugate built into the job's
+	// folder, as scripts/e2e-torch2.sh does) stays writable: read-only,
+	// it made the job's run folder read-only, and no trace was written.
+	ro = slices.DeleteFunc(ro, func(p string) bool {
+		return slices.ContainsFunc(append([]string{absDir(dir), out}, spec.Keep...), func(k string) bool { return k != "" && within(k, p) })
+	})
 	spec.Hide = append(spec.Hide, cover...)
 	spec.RO = ro
 	if spec.Tmp {
@@ -288,4 +294,17 @@ func isRunnerFolder(dir string) bool {
 		}
 	}
 	return false
+}
+
+// absDir is dir, absolute and with its links resolved ("" when it cannot
+// be).
+func absDir(dir string) string {
+	a, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(a); err == nil {
+		return r
+	}
+	return a
 }
