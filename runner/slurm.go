@@ -196,7 +196,7 @@ func runSlurm(ctx context.Context, job Job, args, env []string, res *Result, out
 		}
 	}
 	if lookup(env, "MASTER_PORT") == "" {
-		env = append(env, "MASTER_PORT="+strconv.Itoa(20000+rand.IntN(20000)))
+		env = append(env, "MASTER_PORT="+strconv.Itoa(rendezvousPort()))
 	}
 	// nsys's own TMPDIR (runner.go) is a folder of gpugate's machine; the
 	// nodes use their own.
@@ -654,4 +654,23 @@ func reportName(job Job) string {
 		return "report-%q{SLURM_PROCID}"
 	}
 	return "report"
+}
+
+// rendezvousPort picks rank 0's rendezvous port at random below the
+// kernel's ephemeral range (32768 by default, net.ipv4.ip_local_port_range):
+// a port in that range may be the source port of any outgoing connection
+// on the node, and rank 0's store then fails to bind (a 2-node test job
+// died so in _create_c10d_store with the port drawn from 20000–39999).
+// gpugate reads the range of its own machine; the nodes of one cluster
+// share it as a rule.
+func rendezvousPort() int {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 20000+1024 {
+				lo = n
+			}
+		}
+	}
+	return 20000 + rand.IntN(lo-20000)
 }

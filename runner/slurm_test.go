@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -427,5 +428,20 @@ func TestSlurmHostPerNode(t *testing.T) {
 	}
 	if q := c.Squeue(); q != "" {
 		t.Errorf("squeue after Run: %q (the host sampler steps must be gone)", q)
+	}
+}
+
+// TestRendezvousPortBelowEphemeral: the rendezvous port gpugate picks is
+// never one the kernel may hand an outgoing connection.
+func TestRendezvousPortBelowEphemeral(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral port range to compare with: %v", err)
+	}
+	lo, _ := strconv.Atoi(strings.Fields(string(b))[0])
+	for range 5000 {
+		if p := rendezvousPort(); p < 20000 || p >= lo {
+			t.Fatalf("rendezvous port %d: outside [20000, %d)", p, lo)
+		}
 	}
 }
