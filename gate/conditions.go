@@ -342,7 +342,7 @@ func ApplyTimingConditions(r *Report, base, cand []TimingRun, m ConditionMargins
 	pooled := PoolConditions(bc)
 	for i, c := range cc {
 		for _, why := range VoidReasons(c, pooled, m) {
-			why = fmt.Sprintf("timing run %d: %s", i+1, why)
+			why = fmt.Sprintf("%s: %s", r.TimingRunName("candidate", i), why)
 			if !slices.Contains(rc.Void, why) {
 				rc.Void = append(rc.Void, why)
 			}
@@ -397,7 +397,7 @@ func ApplyConditions(r *Report, base, cand []*runcond.Conditions, m ConditionMar
 	for i, c := range rc.Candidate {
 		for _, why := range VoidReasons(c, pooled, m) {
 			if len(rc.Candidate) > 1 {
-				why = fmt.Sprintf("run %d: %s", i+1, why)
+				why = fmt.Sprintf("%s: %s", r.RunName("candidate", i), why)
 			}
 			if !seen[why] {
 				seen[why] = true

@@ -41,6 +41,10 @@ type Options struct {
 	// Timing are both sides' timing runs: step time (TimedMetrics) is
 	// judged on them when both sides have some. Nil: on the profiled runs.
 	Timing *TimingRuns
+	// IDs are the runs' store ids (Report.RunIDs), where they are stored:
+	// the report's warnings and reasons name each run by its id. Nil:
+	// by position.
+	IDs *RunIDs
 }
 
 // DefaultGate is what gates when perf.yaml says nothing: the step's health
@@ -199,6 +203,11 @@ type Report struct {
 	// for runs that are not stored (compare of trace files, a read-only
 	// store's candidate).
 	RunIDs *RunIDs `json:"run_ids,omitempty"`
+	// RunsLeftOut are the runs the comparison left out of some metrics,
+	// each with why (select.go): disturbed runs (and paired runs' other
+	// halves) where each side kept a quiet run, timing runs whose clocks
+	// differ. Omitted when none was.
+	RunsLeftOut []LeftOutRun `json:"runs_left_out,omitempty"`
 }
 
 // Sampling is how gpugate ab sampled pairs, or gpugate run with repeat:
@@ -364,64 +373,21 @@ func Compare(base, cand []Run, opt Options) *Report {
 	}
 	rep := &Report{Baseline: describe(base), Candidate: describe(cand), Alpha: opt.Thresholds.Alpha,
 		Mismatch: []string{}, Warnings: []string{}, Findings: []Finding{}}
+	if opt.IDs != nil {
+		ids := *opt.IDs
+		rep.RunIDs = &ids
+	}
 	gates := Gates(opt)
-	busy := opt.Disturbed.any()
-	tim := opt.Timing
-	useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0
-	if why := clocksDiffer(tim); useTiming && why != "" {
-		// A step is what its clock says it is: the GPU's events, the
-		// host's clock around the optimizer step, the job's own log.
-		useTiming = false
-		tim = &TimingRuns{Base: tim.Base, Cand: tim.Cand, Margins: tim.Margins, Why: why}
-	}
-	leftOut := "step_time and the other times"
-	if useTiming {
-		leftOut = "the times from the traces; step_time comes from the timing runs"
-	}
-	quietBase, quietCand := opt.Disturbed.quietRuns(base, cand, opt.Thresholds.Paired)
-	if busy {
-		rep.HostBusy = &opt.Disturbed
-		rep.Warnings = append(rep.Warnings, opt.Disturbed.busyLines(func(side, run string) string {
-			return fmt.Sprintf("%s %s: left out of the time metrics (%s)", side, run, leftOut)
-		})...)
-	}
-	if tim != nil {
-		rep.Timing = &Timing{BaseRuns: len(tim.Base), CandRuns: len(tim.Cand), BaseProfiled: len(base), CandProfiled: len(cand), Clock: clocks(tim.Base, tim.Cand)}
-		if useTiming {
-			rep.Timing.Metrics = slices.Clone(TimedMetrics)
-			if d := tim.disturbed(); d.any() {
-				rep.Timing.Disturbed = &d
-				rep.Warnings = append(rep.Warnings, d.busyLines(func(side, run string) string {
-					return fmt.Sprintf("%s timing %s: left out of step_time", side, run)
-				})...)
-			}
-		} else {
-			why := tim.Why
-			switch {
-			case why != "":
-			case len(tim.Base) == 0 && len(tim.Cand) == 0:
-				why = "neither side has timing runs"
-			case len(tim.Base) == 0:
-				why = "the baseline has no timing runs (recorded before gpugate made timing runs, or with profiler_timing: true); gpugate baseline refresh records them"
-			default:
-				why = "the candidate has no timing runs"
-			}
-			rep.Timing.Note = why + ": step time is judged on the profiled runs of both sides, profiler overhead included"
-			rep.Warnings = append(rep.Warnings, "step_time: "+rep.Timing.Note)
-		}
-	}
+	// The selection (select.go): which runs, and which of their values,
+	// each metric is judged on.
+	in, tim, clocksWhy := rep.selectFrom(base, cand, opt)
 	for _, m := range analysis.Metrics {
-		b, c := base, cand
-		timed := useTiming && IsTimed(m.Name)
-		timeBusy := busy && IsTime(m) && !timed
-		if timeBusy && len(quietBase) > 0 && len(quietCand) > 0 {
-			b, c = quietBase, quietCand
-		}
-		if timed {
-			rep.Metrics = append(rep.Metrics, rep.compareTimed(spec(m, opt, gates, nil), tim, opt.Thresholds))
+		s := in.metric(m)
+		if s.Timing {
+			rep.Metrics = append(rep.Metrics, rep.compareTimed(spec(m, opt, gates, nil), tim, s, opt.Thresholds))
 			continue
 		}
-		bs, cs := samples(b, m, &rep.Warnings), samples(c, m, &rep.Warnings)
+		bs, cs := s.profiledSamples(m, base, cand, &rep.Warnings)
 		if bs == nil && cs == nil {
 			continue // absent on both sides (GPU metrics without a GPU)
 		}
@@ -445,11 +411,12 @@ func Compare(base, cand []Run, opt Options) *Report {
 			continue
 		}
 		res := stats.Compare(spec(m, opt, gates, bs), bs, cs, opt.Thresholds)
-		if timeBusy {
-			hostBusyResult(&res, opt.Disturbed, len(quietBase), len(quietCand))
+		if s.busy.any() {
+			hostBusyResult(&res, s.busy, s.quietBase, s.quietCand, rep.RunName)
 		}
 		rep.Metrics = append(rep.Metrics, res)
 	}
+	rep.RunsLeftOut = rep.leftOut(in, clocksWhy)
 	rep.Warnings = append(rep.Warnings, AbsentGateWarnings(rep, gates)...)
 	rep.Verdict = stats.Overall(rep.Metrics)
 	rep.SampleUnit, rep.Noise = noise(rep, opt.Thresholds)
@@ -459,13 +426,11 @@ func Compare(base, cand []Run, opt Options) *Report {
 	// side has none (issue 37: "rank 1 slowed by 337.3 ms" and the
 	// decomposition were the busy host's). Counts and kernels keep every
 	// run.
-	tb, tc := base, cand
-	if busy {
-		if len(quietBase) > 0 && len(quietCand) > 0 {
-			tb, tc = quietBase, quietCand
-		} else {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("where the step time went, the ranks line, the headline and throughput come from disturbed runs (%s): they show the busy host as much as the code", disturbedSides(len(quietBase), len(quietCand))))
-		}
+	bi, ci, fromBusy := in.timeRuns()
+	tb, tc := pick(base, bi), pick(cand, ci)
+	if fromBusy {
+		qb, qc := in.host.quietIdx(in.nb, in.nc, in.paired)
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("where the step time went, the ranks line, the headline and throughput come from disturbed runs (%s): they show the busy host as much as the code", disturbedSides(len(qb), len(qc))))
 	}
 	rep.Decomposition = decompose(tb, tc)
 	rep.Kernels = kernelDiff(base, cand, opt.TopKernels)
@@ -491,7 +456,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	if b, c := memSource(base), memSource(cand); b != "" && c != "" && b != c && memMeasure(base) == memMeasure(cand) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("peak memory is measured differently on the two sides (baseline: %s, candidate: %s): compare like with like (torch.profiler profile_memory on both, or neither)", b, c))
 	}
-	rep.Nodes = rep.judgedNodes(base, cand, opt, gates) // stragglers.go
+	rep.Nodes = rep.judgedNodes(base, cand, tb, tc, opt, gates) // stragglers.go
 	rep.Warnings = dedup(rep.Warnings)
 	return rep
 }

@@ -123,14 +123,6 @@ func IsTime(m analysis.Metric) bool {
 	return m.Unit == "ms" || m.Unit == "us" || m.Name == "gpu_util" || m.Name == "short_kernels"
 }
 
-// quietRuns returns the runs of each side that were not disturbed. With
-// paired runs (A/B) a pair goes when either run of it was disturbed, so
-// that the pairs stay pairs.
-func (d Disturbed) quietRuns(base, cand []Run, paired bool) (b, c []Run) {
-	qb, qc := d.quietIdx(len(base), len(cand), paired)
-	return pick(base, qb), pick(cand, qc)
-}
-
 // quietIdx picks the indices of the runs of each side that were not
 // disturbed; paired, a pair goes when either run of it was.
 func (d Disturbed) quietIdx(nb, nc int, paired bool) (b, c []int) {
@@ -166,14 +158,14 @@ func pick[T any](xs []T, idx []int) []T {
 }
 
 // busyLines are the warnings naming each disturbed run of each side:
-// line(side, "run N: why").
-func (d Disturbed) busyLines(line func(side, run string) string) []string {
+// line(side, "run 7: why"), each run named by name (Report.runNames).
+func (d Disturbed) busyLines(name func(side string, i int) string, line func(side, run string) string) []string {
 	var out []string
 	for _, s := range []struct {
 		name string
 		runs []string
 	}{{"baseline", d.Base}, {"candidate", d.Cand}} {
-		for _, b := range Busy(s.runs) {
+		for _, b := range BusyNamed(s.runs, func(i int) string { return name(s.name, i) }) {
 			out = append(out, line(s.name, b))
 		}
 	}
@@ -192,21 +184,32 @@ func (d Disturbed) any() bool {
 	return false
 }
 
-// Busy lists the disturbed runs of one side as "run N: why".
+// Busy lists the disturbed runs of one side as "run N: why", by
+// position (from 1).
 func Busy(side []string) []string {
+	return BusyNamed(side, byPosition)
+}
+
+// BusyNamed lists the disturbed runs of one side as "NAME: why", run i
+// (from 0) named by name(i): its store id where it has one ("run 7").
+func BusyNamed(side []string, name func(int) string) []string {
 	var out []string
 	for i, r := range side {
 		if r != "" {
-			out = append(out, fmt.Sprintf("run %d: %s", i+1, r))
+			out = append(out, fmt.Sprintf("%s: %s", name(i), r))
 		}
 	}
 	return out
 }
 
+// byPosition names run i (from 0) by its position: "run 1".
+func byPosition(i int) string { return fmt.Sprintf("run %d", i+1) }
+
 // hostBusyResult notes on a time metric's result which runs were left
 // out; when a side has no quiet run left, the result (computed over every
 // run, for its numbers) gets no verdict: inconclusive, with what to do.
-func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
+// Runs are named by name (Report.runNames).
+func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int, name func(side string, i int) string) {
 	nb, nc := len(Busy(d.Base)), len(Busy(d.Cand))
 	if quietBase > 0 && quietCand > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d baseline and %d candidate run(s) left out: the host was busy", nb, nc))
@@ -218,10 +221,10 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 		n /= 2
 	}
 	if quietCand == 0 {
-		sides = append(sides, fmt.Sprintf("every candidate run was disturbed (%s)", busyList(d.Cand, n)))
+		sides = append(sides, fmt.Sprintf("every candidate run was disturbed (%s)", busyList(d.Cand, n, func(i int) string { return name("candidate", i) })))
 	}
 	if quietBase == 0 {
-		sides = append(sides, fmt.Sprintf("every baseline run was disturbed (%s)", busyList(d.Base, n)))
+		sides = append(sides, fmt.Sprintf("every baseline run was disturbed (%s)", busyList(d.Base, n, func(i int) string { return name("baseline", i) })))
 	}
 	r.Verdict, r.NeedRuns, r.NeedBaseRuns = stats.Inconclusive, 0, 0
 	if quietCand == 0 {
@@ -242,20 +245,20 @@ func hostBusyResult(r *stats.Result, d Disturbed, quietBase, quietCand int) {
 // busy: other p…" and no advice). The warnings name every run in full.
 const maxBusyList = 200
 
-// busyList lists the disturbed runs of a side ("run 1: why; run 2: why")
-// within n characters: the runs that fit in full, then how many more, by
-// number.
-func busyList(side []string, n int) string {
+// busyList lists the disturbed runs of a side ("run 7: why; run 8: why"),
+// each named by name, within n characters: the runs that fit in full,
+// then how many more, by name.
+func busyList(side []string, n int, name func(int) string) string {
 	var out, rest []string
 	used := 0
 	for i, r := range side {
 		if r == "" {
 			continue
 		}
-		b := []rune(fmt.Sprintf("run %d: %s", i+1, r))
+		b := []rune(fmt.Sprintf("%s: %s", name(i), r))
 		switch {
 		case len(rest) > 0 || (len(out) > 0 && used+len(b) > n):
-			rest = append(rest, fmt.Sprint(i+1))
+			rest = append(rest, name(i))
 			if len(rest) == 7 {
 				rest[6] = "…"
 			}
@@ -269,7 +272,7 @@ func busyList(side []string, n int) string {
 	}
 	if len(rest) > 0 {
 		more := len(Busy(side)) - len(out)
-		return fmt.Sprintf("%s; and %d more, run(s) %s, named in the warnings", strings.Join(out, "; "), more, strings.Join(rest[:min(len(rest), 7)], ", "))
+		return fmt.Sprintf("%s; and %d more: %s, named in the warnings", strings.Join(out, "; "), more, strings.Join(rest[:min(len(rest), 7)], ", "))
 	}
 	return strings.Join(out, "; ")
 }
@@ -285,52 +288,28 @@ func disturbedSides(quietBase, quietCand int) string {
 	return "every candidate run was disturbed"
 }
 
-// JudgedRuns are the runs of each side that a metric was judged on:
-// for a time metric of a report with disturbed runs, the quiet ones
-// (every run when a side has none left: the metric then has no verdict);
-// every run otherwise. The Action stores the samples of these runs, so
-// that judging them again (Rejudge) judges what the gate judged.
-func (r *Report) JudgedRuns(m analysis.Metric, base, cand []Run) ([]Run, []Run) {
-	if r.HostBusy == nil || !IsTime(m) || r.timed(m.Name) {
-		return base, cand
-	}
-	qb, qc := r.HostBusy.quietRuns(base, cand, r.SampleUnit == stats.UnitPair)
-	if len(qb) == 0 || len(qc) == 0 {
-		return base, cand
-	}
-	return qb, qc
-}
-
 // ReapplyHost gives the time metrics of a report judged again from its
-// samples (Rejudge) what Compare gave them for disturbed runs: the note,
-// or no verdict when a side had no quiet run. The overall verdict is the
-// caller's to derive again.
+// samples (Rejudge) what Compare gave them for disturbed runs (the
+// report's selection, select.go): the note, or no verdict when a side had
+// no quiet run. A step-time regression found by the contention rule
+// stands, judged again on the contention floors it was judged on
+// (JudgedSamples). The overall verdict is the caller's to derive again.
 func (r *Report) ReapplyHost() {
-	paired := r.SampleUnit == stats.UnitPair
-	if t := r.Timing; t != nil && t.Disturbed != nil {
-		qb, qc := t.Disturbed.quietIdx(t.BaseRuns, t.CandRuns, paired)
-		for i, res := range r.Metrics {
-			if !r.timed(res.Name) {
-				continue
-			}
-			if t.Contended && (len(qb) == 0 || len(qc) == 0) && res.Verdict == stats.Regression {
-				// Judged again on the contention floors it was judged
-				// on (JudgedSamples): a regression stands.
-				r.Metrics[i].Notes = append(r.Metrics[i].Notes, contendedNote)
-				continue
-			}
-			hostBusyResult(&r.Metrics[i], *t.Disturbed, len(qb), len(qc))
-		}
-	}
-	if r.HostBusy == nil {
-		return
-	}
-	// The runs each side had (Side.Runs): Disturbed may list fewer.
-	qb, qc := r.HostBusy.quietIdx(r.Baseline.Runs, r.Candidate.Runs, paired)
+	in := r.selectIn()
 	for i, res := range r.Metrics {
-		if m, ok := analysis.MetricByName(res.Name); ok && IsTime(m) && !r.timed(m.Name) {
-			hostBusyResult(&r.Metrics[i], *r.HostBusy, len(qb), len(qc))
+		m, ok := analysis.MetricByName(res.Name)
+		if !ok {
+			continue
 		}
+		s := in.metric(m)
+		if !s.busy.any() {
+			continue
+		}
+		if s.Timing && r.Timing.Contended && s.noVerdict() && res.Verdict == stats.Regression {
+			r.Metrics[i].Notes = append(r.Metrics[i].Notes, contendedNote)
+			continue
+		}
+		hostBusyResult(&r.Metrics[i], s.busy, s.quietBase, s.quietCand, r.runNames(s.Timing))
 	}
 }
 

@@ -122,7 +122,7 @@ func containsPrefix(xs []string, p string) bool {
 }
 
 // The Action judges an artifact again from the samples it stored: those
-// of the runs the gate judged (JudgedRuns), then ReapplyHost. A
+// of the runs the gate judged (its selection), then ReapplyHost. A
 // candidate slowed by a busy host stays without a time verdict, and a
 // disturbed baseline run stays out.
 func TestRejudgeDisturbed(t *testing.T) {
@@ -132,7 +132,8 @@ func TestRejudgeDisturbed(t *testing.T) {
 		rep := Compare(base, cand, Options{Disturbed: d})
 		for i, m := range rep.Metrics {
 			am, _ := analysis.MetricByName(m.Name)
-			b, c := rep.JudgedRuns(am, base, cand)
+			sel := rep.Selection(am)
+			b, c := pick(base, sel.Base), pick(cand, sel.Cand)
 			r, err := Rejudge(m, Samples(b, am), Samples(c, am), Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -242,9 +243,9 @@ func TestHostBusyReasonKeepsAdvice(t *testing.T) {
 		noParts []string
 	}{
 		{"every candidate run", Disturbed{Cand: five},
-			[]string{"no time verdict: every candidate run was disturbed (run 1: " + long + "; and 4 more, run(s) 2, 3, 4, 5, named in the warnings)" + advice}, nil},
+			[]string{"no time verdict: every candidate run was disturbed (run 1: " + long + "; and 4 more: run 2, run 3, run 4, run 5, named in the warnings)" + advice}, nil},
 		{"every run of both sides", Disturbed{Base: five, Cand: five},
-			[]string{"every candidate run was disturbed (run 1: the host was busy", "…; and 4 more, run(s) 2, 3, 4, 5, named in the warnings), and every baseline run was disturbed (run 1: ", advice},
+			[]string{"every candidate run was disturbed (run 1: the host was busy", "…; and 4 more: run 2, run 3, run 4, run 5, named in the warnings), and every baseline run was disturbed (run 1: ", advice},
 			[]string{"run 2: "}},
 	} {
 		rep := Compare(syntheticRuns(t, 5, 20, 100, 0, 5), syntheticRuns(t, 5, 20, 160, 0, 5), Options{Disturbed: tc.d})

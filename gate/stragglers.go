@@ -19,19 +19,13 @@ import (
 // time regressed. Being the slowest node is not enough: with the same
 // code on every node one node can be the slowest run after run.
 //
-// The runs are those the time metrics use: the quiet ones when some were
-// disturbed (Report.HostBusy). The nodes are listed in the order of the
+// qb and qc are the runs the time metrics use (selectIn.timeRuns): the
+// quiet ones when some were disturbed (Report.HostBusy). The nodes are listed in the order of the
 // ranks line (rankOrder), so that both name the nodes in one order.
-func (rep *Report) judgedNodes(base, cand []Run, opt Options, gates map[string]bool) *Nodes {
+func (rep *Report) judgedNodes(base, cand, qb, qc []Run, opt Options, gates map[string]bool) *Nodes {
 	v := nodeView(base, cand)
 	if v == nil {
 		return nil
-	}
-	qb, qc := base, cand
-	if rep.HostBusy != nil {
-		if b, c := rep.HostBusy.quietRuns(base, cand, opt.Thresholds.Paired); len(b) > 0 && len(c) > 0 {
-			qb, qc = b, c
-		}
 	}
 	bo, co := nodeOwn(qb), nodeOwn(qc)
 	st, _ := analysis.MetricByName("step_time")

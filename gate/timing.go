@@ -227,52 +227,30 @@ func (t *TimingRuns) disturbed() Disturbed {
 	return Disturbed{Base: Disturbances(cs(t.Base), t.Margins), Cand: Disturbances(cs(t.Cand), t.Margins)}
 }
 
-// quietTiming are the step times a timed metric is judged on: those of
-// the timing runs of each side that d leaves quiet, or of every run when
-// a side has none left (the metric then has no verdict); and how many
-// quiet runs each side had.
-func (d Disturbed) quietTiming(bt, ct []TimingRun, paired bool) (b, c [][]float64, quietBase, quietCand int) {
-	qb, qc := d.quietIdx(len(bt), len(ct), paired)
-	b, c = timingSamples(bt), timingSamples(ct)
-	if len(qb) > 0 && len(qc) > 0 {
-		b, c = pick(b, qb), pick(c, qc)
-	}
-	return b, c, len(qb), len(qc)
-}
-
-// timingDisturbed are the timing runs rep found disturbed (Compare sets
-// Timing.Disturbed when any was); none otherwise.
-func (rep *Report) timingDisturbed() Disturbed {
-	if rep.Timing == nil || rep.Timing.Disturbed == nil {
-		return Disturbed{}
-	}
-	return *rep.Timing.Disturbed
-}
-
-// compareTimed judges a timed metric on the timing runs: their quiet
-// runs, or every run (and no verdict) when a side has no quiet run left.
-func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresholds) stats.Result {
-	d := rep.timingDisturbed()
-	b, c, qb, qc := d.quietTiming(t.Base, t.Cand, th.Paired)
+// compareTimed judges a timed metric on the timing runs s selected: their
+// quiet runs, or every run (and no verdict, unless the contention rule
+// finds a regression) when a side has no quiet run left.
+func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, s Selected, th stats.Thresholds) stats.Result {
+	b, c := s.timingSamples(t.Base, t.Cand)
 	res := stats.Compare(spec, b, c, th)
 	from := fmt.Sprintf("from timing runs: %d baseline and %d candidate run(s) without the profiler, steps timed by %s", len(t.Base), len(t.Cand), clocks(t.Base, t.Cand))
 	res.Notes = append(res.Notes, from)
-	if d.any() && (qb == 0 || qc == 0) {
-		if cres, ok := compareContended(spec, t, d, th); ok {
+	if s.noVerdict() {
+		if cres, ok := compareContended(spec, t, s.busy, th); ok {
 			rep.Timing.Contended, rep.Timing.ContentionMargin = true, t.Margins.Contention
 			cres.Notes = append([]string{from}, cres.Notes...)
 			return cres
 		}
 	}
-	if d.any() {
-		hostBusyResult(&res, d, qb, qc)
+	if s.busy.any() {
+		hostBusyResult(&res, s.busy, s.quietBase, s.quietCand, rep.runNames(true))
 	}
 	return res
 }
 
 // JudgedSamples are the samples a metric of rep was judged on, one slice
-// per run: a timed metric's from the timing runs when rep used them
-// (bt, ct), every metric's quiet runs when some were disturbed. The
+// per run: those of the runs rep's selection judged it on (select.go), a
+// timed metric's from the timing runs (bt, ct) when rep used them. The
 // Action stores these (Result.Samples), so that judging them again
 // (Rejudge) judges what the gate judged.
 //
@@ -280,28 +258,26 @@ func (rep *Report) compareTimed(spec stats.Spec, t *TimingRuns, th stats.Thresho
 // slice): the metric had no verdict, and a result that carried that
 // side's disturbed runs would get one back from whoever deleted its
 // host_busy flags (issue 34). The Action's trusted phase judges a time
-// metric with an empty side as no time verdict (action/judge.go).
+// metric with an empty side as no time verdict (action/judge.go). A
+// regression found by the contention rule keeps its samples: the
+// candidate's contention floors and the baseline as measured (§5c).
 func (rep *Report) JudgedSamples(m analysis.Metric, base, cand []Run, bt, ct []TimingRun) (bs, cs [][]float64) {
-	if rep.timed(m.Name) {
-		d := rep.timingDisturbed()
+	s := rep.Selection(m)
+	if s.Timing {
 		if rep.Timing.Contended {
-			// A regression found on the contention floors: its samples
-			// are the floors and the baseline as measured (§5c).
-			if b, c, ok := contendedSamples(bt, ct, d, rep.Timing.ContentionMargin, rep.SampleUnit == stats.UnitPair); ok {
+			if b, c, ok := contendedSamples(bt, ct, s.busy, rep.Timing.ContentionMargin, s.paired()); ok {
 				return b, c
 			}
 		}
-		b, c, qb, qc := d.quietTiming(bt, ct, rep.SampleUnit == stats.UnitPair)
-		return noneIfNoQuiet(b, qb), noneIfNoQuiet(c, qc)
+		bs, cs = s.timingSamples(bt, ct)
+	} else {
+		var ws []string
+		bs, cs = s.profiledSamples(m, base, cand, &ws)
 	}
-	if rep.HostBusy != nil && IsTime(m) {
-		qb, qc := rep.HostBusy.quietRuns(base, cand, rep.SampleUnit == stats.UnitPair)
-		if len(qb) == 0 || len(qc) == 0 {
-			return noneIfNoQuiet(Samples(base, m), len(qb)), noneIfNoQuiet(Samples(cand, m), len(qc))
-		}
+	if s.noVerdict() {
+		return noneIfNoQuiet(bs, s.quietBase), noneIfNoQuiet(cs, s.quietCand)
 	}
-	jb, jc := rep.JudgedRuns(m, base, cand)
-	return Samples(jb, m), Samples(jc, m)
+	return bs, cs
 }
 
 // noneIfNoQuiet is a side's samples, or none when it had no quiet run.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/runcond"
@@ -39,20 +40,19 @@ func JudgedValue(run Run, timing []TimingRun, m analysis.Metric, margins HostMar
 		v, ok := RunValue(run, m)
 		return Judged{Value: v}, ok
 	}
+	// The selection of one side: its quiet timing runs (selectIn.metric,
+	// as a verdict takes them), or every one when none was quiet.
 	cs := make([]*runcond.Conditions, len(timing))
 	for i, t := range timing {
 		cs[i] = t.Conditions
 	}
 	d := Disturbed{Base: Disturbances(cs, margins)}
-	q, _ := d.quietIdx(len(timing), 0, false)
+	s := selectIn{ntb: len(timing), ntc: 1, timed: TimedMetrics, timing: d}.metric(m)
 	var busy string
-	if len(q) == 0 {
-		for i := range timing {
-			q = append(q, i)
-		}
+	if s.quietBase == 0 {
 		busy = d.Base[0]
 	}
-	samples := pick(timingSamples(timing), q)
+	samples, _ := s.timingSamples(timing, nil)
 	var logSum float64
 	n := 0
 	for _, s := range samples {
@@ -128,43 +128,107 @@ func (rep *Report) StepRuns() string {
 // RunIDs are the store ids of a report's runs, by side, in the order of
 // its runs (Side.Runs, RunConditions): the comment, report.md, the text
 // report, baseline list and show and the dashboard all call a run by its
-// id. A side whose runs are not stored has none.
+// id. A side whose runs are not stored has none. BaselineTiming and
+// CandidateTiming are, for each timing run of a side in order, the id of
+// the stored run it was stored with; none where unknown.
 type RunIDs struct {
-	Baseline  []int64 `json:"baseline"`
-	Candidate []int64 `json:"candidate"`
+	Baseline        []int64 `json:"baseline"`
+	Candidate       []int64 `json:"candidate"`
+	BaselineTiming  []int64 `json:"baseline_timing,omitempty"`
+	CandidateTiming []int64 `json:"candidate_timing,omitempty"`
+}
+
+// ids are the store ids of a side's runs (timing: of its timing runs'
+// stored runs); nil where unknown.
+func (rep *Report) ids(side string, timing bool) []int64 {
+	if rep == nil || rep.RunIDs == nil {
+		return nil
+	}
+	switch {
+	case side == "candidate" && timing:
+		return rep.RunIDs.CandidateTiming
+	case side == "candidate":
+		return rep.RunIDs.Candidate
+	case timing:
+		return rep.RunIDs.BaselineTiming
+	}
+	return rep.RunIDs.Baseline
 }
 
 // RunName is run i (from 0) of a side ("baseline" or "candidate") by its
 // store id, "run 7"; "run N" by position (from 1) where ids are unknown.
 func (rep *Report) RunName(side string, i int) string {
-	var ids []int64
-	if rep != nil && rep.RunIDs != nil {
-		ids = rep.RunIDs.Baseline
-		if side == "candidate" {
-			ids = rep.RunIDs.Candidate
-		}
-	}
-	if i >= 0 && i < len(ids) {
+	if ids := rep.ids(side, false); i >= 0 && i < len(ids) {
 		return fmt.Sprintf("run %d", ids[i])
 	}
-	return fmt.Sprintf("run %d", i+1)
+	return byPosition(i)
 }
 
-// JudgedIDs are the store ids of the runs behind a metric's run means
-// (stats.Summary.RunMeans), nb baseline and nc candidate ones, when each
-// run mean is one stored run's: no run left out as disturbed, and as many
-// ids as run means on each side (a timed metric: one timing run stored
-// with each profiled run, as gpugate run stores them). A side without
-// them (nil) names its run means by position.
-func (rep *Report) JudgedIDs(nb, nc int) (b, c []int64) {
-	if rep == nil || rep.RunIDs == nil || rep.HostBusy != nil || rep.Timing != nil && rep.Timing.Disturbed != nil {
+// TimingRunName is timing run i (from 0) of a side by the stored run it
+// was stored with: "run 7's timing run", or "run 7's timing run 2" where
+// run 7 has several; "timing run N" by position where unknown.
+func (rep *Report) TimingRunName(side string, i int) string {
+	ids := rep.ids(side, true)
+	if i < 0 || i >= len(ids) {
+		return fmt.Sprintf("timing run %d", i+1)
+	}
+	k, n := 0, 0
+	for j, id := range ids {
+		if id == ids[i] {
+			n++
+			if j < i {
+				k++
+			}
+		}
+	}
+	if n == 1 {
+		return fmt.Sprintf("run %d's timing run", ids[i])
+	}
+	return fmt.Sprintf("run %d's timing run %d", ids[i], k+1)
+}
+
+// runNames names the runs of either side, the timing runs (timing) or
+// the profiled ones.
+func (rep *Report) runNames(timing bool) func(side string, i int) string {
+	if timing {
+		return rep.TimingRunName
+	}
+	return rep.RunName
+}
+
+// JudgedNames are the names of the runs behind metric m's run means
+// (stats.Summary.RunMeans), each side's in order, as its selection
+// (select.go) took them: "run 7" by store id, a timing run as its stored
+// run's ("run 7", or "run 7.2" for the second of run 7's). A side is nil
+// where a run of it has no id, or where the selection's runs are not as
+// many as want (nb, nc: the run means): the caller then names them by
+// position.
+func (rep *Report) JudgedNames(m analysis.Metric, nb, nc int) (b, c []string) {
+	if rep == nil || rep.RunIDs == nil {
 		return nil, nil
 	}
-	if len(rep.RunIDs.Baseline) == nb {
-		b = rep.RunIDs.Baseline
+	s := rep.Selection(m)
+	names := func(side string, idx []int, want int) []string {
+		ids := rep.ids(side, s.Timing)
+		if len(idx) != want {
+			return nil
+		}
+		var out []string
+		for _, i := range idx {
+			if i < 0 || i >= len(ids) {
+				return nil
+			}
+			name := fmt.Sprintf("run %d", ids[i])
+			if s.Timing {
+				if t := rep.TimingRunName(side, i); strings.HasSuffix(t, "'s timing run") {
+					name = fmt.Sprintf("run %d", ids[i])
+				} else {
+					name = fmt.Sprintf("run %d.%s", ids[i], t[strings.LastIndexByte(t, ' ')+1:])
+				}
+			}
+			out = append(out, name)
+		}
+		return out
 	}
-	if len(rep.RunIDs.Candidate) == nc {
-		c = rep.RunIDs.Candidate
-	}
-	return b, c
+	return names("baseline", s.Base, nb), names("candidate", s.Cand, nc)
 }

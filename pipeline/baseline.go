@@ -52,6 +52,9 @@ type Selection struct {
 	// (report.Analysis.TimingRuns), in the order of Runs; none for
 	// runs recorded before gpugate made timing runs.
 	Timing []gate.TimingRun
+	// TimingIDs are, for each of Timing, the store id of the run it was
+	// stored with.
+	TimingIDs []int64
 	// MedianSteps are the runs' stored median steps (step.svg), nil for
 	// a run stored without one.
 	MedianSteps []*report.StepTimeline
@@ -151,6 +154,9 @@ func SelectBaseline(ctx context.Context, store *baseline.Store, q Query) (*Selec
 		sel.Conditions = append(sel.Conditions, cond)
 		sel.MedianSteps = append(sel.MedianSteps, doc.MedianStep)
 		sel.Timing = append(sel.Timing, doc.TimingRuns...)
+		for range doc.TimingRuns {
+			sel.TimingIDs = append(sel.TimingIDs, s.ID)
+		}
 		sel.Commits = append(sel.Commits, Short(s.Commit))
 		if s.Created.After(sel.Newest) {
 			sel.Newest = s.Created
@@ -299,7 +305,7 @@ func Compare(c *config.Config, sel *Selection, ex *Execution, now time.Time, th 
 		return nil, err
 	}
 	rep := gate.Compare(sel.Runs, ex.Runs, gate.Options{Allowances: allow, Gate: c.Gate, MinAbs: MinAbs(c), Thresholds: th,
-		Disturbed: disturbed(c, sel.Conditions, ex.Conditions), Timing: timingOptions(HostMargins(c), sel.Timing, ex)})
+		Disturbed: disturbed(c, sel.Conditions, ex.Conditions), Timing: timingOptions(HostMargins(c), sel.Timing, ex), IDs: runIDs(sel, ex)})
 	rep.Overhead = ex.Overhead
 	applyConditions(rep, sel.Conditions, ex.Conditions)
 	gate.ApplyTimingConditions(rep, sel.Timing, ex.Timing, gate.DefaultConditionMargins, notRecordedWhy)
@@ -343,6 +349,9 @@ func Record(ctx context.Context, store *baseline.Store, ex *Execution, m Meta) e
 			return err
 		}
 		ex.RunIDs = append(ex.RunIDs, id)
+		for range timing {
+			ex.timingIDs = append(ex.timingIDs, id)
+		}
 	}
 	return nil
 }
@@ -572,15 +581,22 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 // quiet.
 func noQuietRun(c *config.Config, ex *Execution) string {
 	quiet := func(ds []string) bool { return slices.Contains(ds, "") }
+	ids := &gate.Report{RunIDs: &gate.RunIDs{Candidate: ex.RunIDs, CandidateTiming: ex.timingIDs}}
+	name := func(timing bool) func(int) string {
+		if timing {
+			return func(i int) string { return ids.TimingRunName("candidate", i) }
+		}
+		return func(i int) string { return ids.RunName("candidate", i) }
+	}
 	if d := disturbed(c, nil, ex.Conditions).Cand; len(d) > 0 && !quiet(d) {
-		return fmt.Sprintf("every run was disturbed (%s)", strings.Join(gate.Busy(d), "; "))
+		return fmt.Sprintf("every run was disturbed (%s)", strings.Join(gate.BusyNamed(d, name(false)), "; "))
 	}
 	var tc []*runcond.Conditions
 	for _, t := range ex.Timing {
 		tc = append(tc, t.Conditions)
 	}
 	if d := disturbed(c, nil, tc).Cand; len(d) > 0 && !quiet(d) {
-		return fmt.Sprintf("every timing run was disturbed (%s)", strings.Join(gate.Busy(d), "; "))
+		return fmt.Sprintf("every timing run was disturbed (%s)", strings.Join(gate.BusyNamed(d, name(true)), "; "))
 	}
 	return ""
 }
@@ -631,7 +647,8 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 // commitList is "@c1,c2" for the known commits, "" when none is known.
 // runIDs are the store ids of a comparison's runs (gate.Report.RunIDs):
 // the baseline's picked runs, and the candidate's when every one of them
-// was recorded (a read-only store records none).
+// was recorded (a read-only store records none); of the timing runs, the
+// id of the run each was stored with, where every one was.
 func runIDs(sel *Selection, ex *Execution) *gate.RunIDs {
 	ids := &gate.RunIDs{Baseline: []int64{}, Candidate: []int64{}}
 	for _, s := range sel.Stored {
@@ -639,6 +656,12 @@ func runIDs(sel *Selection, ex *Execution) *gate.RunIDs {
 	}
 	if len(ex.RunIDs) == len(ex.Runs) {
 		ids.Candidate = append(ids.Candidate, ex.RunIDs...)
+	}
+	if len(sel.TimingIDs) == len(sel.Timing) && len(sel.Timing) > 0 {
+		ids.BaselineTiming = slices.Clone(sel.TimingIDs)
+	}
+	if len(ex.timingIDs) == len(ex.Timing) && len(ex.Timing) > 0 {
+		ids.CandidateTiming = slices.Clone(ex.timingIDs)
 	}
 	return ids
 }

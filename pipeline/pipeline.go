@@ -159,8 +159,10 @@ type Execution struct {
 	TimingWhy string
 	// timingWall is each timing run's wall time, in the order of Timing.
 	timingWall []time.Duration
-	// timingStored is how many of Timing Record stored (timingOf).
+	// timingStored is how many of Timing Record stored (timingOf);
+	// timingIDs the store id of the run each of them was stored with.
 	timingStored int
+	timingIDs    []int64
 }
 
 // Tally counts job runs and their wall time, for a report's Cost.

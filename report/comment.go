@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/escape"
 	"github.com/gpugate/gpugate/stats"
@@ -171,9 +172,10 @@ func runChart(r *gate.Report) string {
 		return ""
 	}
 	bm, cm := st.Baseline.RunMeans, st.Candidate.RunMeans
-	// Each bar is named by its run's store id where each run mean is one
-	// stored run's (gate.Report.JudgedIDs), else by position.
-	bIDs, cIDs := r.JudgedIDs(len(bm), len(cm))
+	// Each bar is named by its run's store id, the runs step time's
+	// selection judged (gate.Report.JudgedNames), else by position.
+	stm, _ := analysis.MetricByName("step_time")
+	bIDs, cIDs := r.JudgedNames(stm, len(bm), len(cm))
 	if bIDs != nil {
 		bIDs = bIDs[max(0, len(bm)-maxSeries/2):]
 	}
@@ -211,9 +213,9 @@ func runChart(r *gate.Report) string {
 		}
 		switch {
 		case bIDs != nil && i < len(bm):
-			label = fmt.Sprintf("\"run %d\"", bIDs[i])
+			label = fmt.Sprintf("%q", bIDs[i])
 		case cIDs != nil && i >= len(bm):
-			label = fmt.Sprintf("\"PR run %d\"", cIDs[i-len(bm)])
+			label = fmt.Sprintf("%q", "PR "+cIDs[i-len(bm)])
 		}
 		xs = append(xs, label)
 		bars = append(bars, fmt.Sprintf("%.3f", v))

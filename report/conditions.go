@@ -48,7 +48,7 @@ func hostLines(cs []*runcond.Conditions, run func(int) string, txt func(string) 
 		}
 		for _, n := range c.HostNodes { // a Slurm job's nodes
 			if h := HostText(n); h != "" {
-				out = append(out, txt(fmt.Sprintf("run %d: node %s: %s", i+1, n.Node, h)))
+				out = append(out, txt(fmt.Sprintf("%s: node %s: %s", run(i), n.Node, h)))
 			}
 		}
 	}

@@ -84,7 +84,7 @@ mutant pipeline/ab.go ./pipeline TestSequentialAB 'func (p ABPlan) LookAlpha() f
 	'every look of ab at the whole DefaultABAlpha (no Bonferroni)'
 
 # Timing runs (issue 27, docs/verdicts.md §5d).
-mutant gate/gate.go ./gate 'TestCompareTimed$' 'useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0' 'useTiming := false && tim != nil' \
+mutant gate/select.go ./gate 'TestCompareTimed$' 'useTiming := tim != nil && len(tim.Base) > 0 && len(tim.Cand) > 0' 'useTiming := false && tim != nil' \
 	'step time judged on the profiled runs although both sides have timing runs'
 mutant gate/timing.go ./gate TestTimedClocksDiffer $'case bc != cc:\n' $'case bc != cc && false:\n' \
 	'sides timed by different clocks compared'
@@ -102,7 +102,7 @@ mutant gate/timing.go ./gate TestTimedClocksMixed $'slices.Sort(cs)\n\treturn st
 	'clocks compared unsorted'
 mutant gate/host.go ./gate TestCompareDisturbed 'm.Name == "gpu_util" || m.Name == "short_kernels"' 'm.Name == "short_kernels"' \
 	'gpu_util kept from disturbed runs'
-mutant gate/host.go ./gate TestReapplyHostTimed 'ok && IsTime(m) && !r.timed(m.Name) {' 'ok && IsTime(m) {' \
+mutant gate/host.go ./gate TestReapplyHostTimed $'s := in.metric(m)\n' $'s := selectIn{nb: in.nb, nc: in.nc, host: in.host, paired: in.paired}.metric(m)\n' \
 	'ReapplyHost voiding a timed step_time'
 mutant stats/stats.go ./stats 'TestDecide|TestCompare' 'case bounded && hi < 0 && -w > limit:' 'case bounded && hi < 0:' \
 	'an improvement declared without the allowance'
