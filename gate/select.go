@@ -123,9 +123,10 @@ func (in selectIn) timeRuns() (b, c []int, fromBusy bool) {
 	return upTo(in.nb), upTo(in.nc), true
 }
 
-// upTo is 0, 1, …, n-1.
+// upTo is 0, 1, …, n-1; none for n below 1, and at most MaxTimingRuns
+// (a report read from an artifact may say any number of runs).
 func upTo(n int) []int {
-	out := make([]int, n)
+	out := make([]int, runCount(n))
 	for i := range out {
 		out[i] = i
 	}
@@ -134,19 +135,26 @@ func upTo(n int) []int {
 
 // selectIn rebuilds from rep what its comparison selected on: the runs
 // each side had, the metrics judged on timing runs, the disturbed runs.
+//
+// A report read from an artifact may say any number of runs: each count
+// is taken between 0 and MaxTimingRuns, so that no view (the Action's
+// trusted phase among them) allocates or loops by a forged number.
 func (rep *Report) selectIn() selectIn {
-	in := selectIn{nb: rep.Baseline.Runs, nc: rep.Candidate.Runs, paired: rep.SampleUnit == stats.UnitPair}
+	in := selectIn{nb: runCount(rep.Baseline.Runs), nc: runCount(rep.Candidate.Runs), paired: rep.SampleUnit == stats.UnitPair}
 	if rep.HostBusy != nil {
 		in.host = *rep.HostBusy
 	}
 	if t := rep.Timing; t != nil {
-		in.ntb, in.ntc, in.timed = t.BaseRuns, t.CandRuns, t.Metrics
+		in.ntb, in.ntc, in.timed = runCount(t.BaseRuns), runCount(t.CandRuns), t.Metrics
 		if t.Disturbed != nil {
 			in.timing = *t.Disturbed
 		}
 	}
 	return in
 }
+
+// runCount is n between 0 and MaxTimingRuns.
+func runCount(n int) int { return min(max(n, 0), MaxTimingRuns) }
 
 // Selection is what rep's comparison judged metric m on (selectIn.metric).
 func (rep *Report) Selection(m analysis.Metric) Selected {

@@ -125,3 +125,18 @@ func TestSelectionNames(t *testing.T) {
 		}
 	}
 }
+
+// A report read from an artifact may say any number of runs: judging it
+// again neither panics on a negative count nor loops over a forged
+// trillion.
+func TestSelectionForgedCounts(t *testing.T) {
+	for _, n := range []int{-1, 1 << 40} {
+		rep := &Report{Baseline: Side{Runs: n}, Candidate: Side{Runs: n}, HostBusy: &Disturbed{Cand: []string{"busy"}},
+			Timing: &Timing{Metrics: []string{"step_time"}, BaseRuns: n, CandRuns: n, Disturbed: &Disturbed{Base: []string{"busy"}}},
+			Metrics: []stats.Result{{Name: "step_time", Verdict: stats.Regression}, {Name: "data_wait", Verdict: stats.Pass}}}
+		rep.ReapplyHost()
+		m, _ := analysis.MetricByName("step_time")
+		rep.JudgedNames(m, 1, 1)
+		rep.JudgedSamples(m, nil, nil, nil, nil)
+	}
+}
