@@ -128,20 +128,7 @@ func TestHostOtherCPU(t *testing.T) {
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		t.Skip("no /proc/stat")
 	}
-	var hogs []*exec.Cmd
-	for range 2 {
-		h := exec.Command("sh", "-c", "while :; do :; done")
-		if err := h.Start(); err != nil {
-			t.Fatal(err)
-		}
-		hogs = append(hogs, h)
-	}
-	defer func() {
-		for _, h := range hogs {
-			h.Process.Kill()
-			h.Wait()
-		}
-	}()
+	startHogs(t, 2)
 	out := t.TempDir()
 	res, err := Run(t.Context(), Job{Name: "spin", Args: []string{"sh", "-c", "end=$(($(date +%s) + 3)); while [ $(date +%s) -lt $end ]; do :; done; times"}, Profiler: None, Out: out, Output: io.Discard})
 	if err != nil {
@@ -177,20 +164,7 @@ func TestJobSchedWait(t *testing.T) {
 	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
 		t.Skip("no schedstat in this kernel (CONFIG_SCHED_INFO)")
 	}
-	var hogs []*exec.Cmd
-	for range 2 {
-		h := exec.Command("sh", "-c", "while :; do :; done")
-		if err := h.Start(); err != nil {
-			t.Fatal(err)
-		}
-		hogs = append(hogs, h)
-	}
-	defer func() {
-		for _, h := range hogs {
-			h.Process.Kill()
-			h.Wait()
-		}
-	}()
+	startHogs(t, 2)
 	out := t.TempDir()
 	res, err := Run(t.Context(), Job{Name: "loop", Args: []string{"sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; times"}, Profiler: None, Out: out, Output: io.Discard})
 	if err != nil {
@@ -220,5 +194,21 @@ func TestJobSchedWait(t *testing.T) {
 	}
 	if cpu+wait > 1.05*wall+0.2 || cpu+wait < 0.8*wall-0.3 {
 		t.Errorf("job CPU %.2fs + wait %.2fs = %.2fs, want about the wall time %.2fs (one thread, always runnable)", cpu, wait, cpu+wait, wall)
+	}
+}
+
+// startHogs starts n CPU-bound processes (a shell loop each, not the
+// job's) and stops them when the test ends: other work on the machine.
+func startHogs(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		h := exec.Command("sh", "-c", "while :; do :; done")
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			h.Process.Kill()
+			h.Wait()
+		})
 	}
 }

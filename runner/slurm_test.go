@@ -377,20 +377,7 @@ func TestSlurmInsideAllocation(t *testing.T) {
 // by node. The sampler steps are gone from squeue afterwards.
 func TestSlurmHostPerNode(t *testing.T) {
 	c := slurmtest.Start(t)
-	var hogs []*exec.Cmd
-	for range 2 {
-		h := exec.Command("sh", "-c", "while :; do :; done")
-		if err := h.Start(); err != nil {
-			t.Fatal(err)
-		}
-		hogs = append(hogs, h)
-	}
-	defer func() {
-		for _, h := range hogs {
-			h.Process.Kill()
-			h.Wait()
-		}
-	}()
+	startHogs(t, 2)
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Job{
 		Name: "hosts", Args: []string{"sh", "-c", "echo started; end=$(($(date +%s) + 4)); while [ $(date +%s) -lt $end ]; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; done"}, Dir: t.TempDir(),
