@@ -146,79 +146,22 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	// The folders on gpugate's own PATH (the workflow's, not perf.yaml's)
-	// stay, with the parent of a .../bin (a virtual environment's or a
-	// toolchain's root): the tools the workflow set up keep working.
-	var path []string
-	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
-		if filepath.IsAbs(p) {
-			p = filepath.Clean(p)
-			if d := filepath.Dir(p); filepath.Base(p) == "bin" && (within(d, "/tmp") || within(d, "/var/tmp")) && d != "/tmp" && d != "/var/tmp" {
-				p = d
-			}
-			path = append(path, p)
-		}
-	}
-	// The programs gpugate starts stay too: nsys, and the job's own first
-	// program where it is named by a path (a tool or a virtual
-	// environment unpacked under /tmp).
-	for _, p := range []string{job.NsysPath, first(job.Args)} {
-		if filepath.IsAbs(p) {
-			path = append(path, filepath.Dir(p))
-		}
-	}
-	for _, p := range append(append([]string{dir, out}, job.keep...), path...) {
-		if p == "" {
-			continue
-		}
-		// The kept folder is found again by its real path.
-		a, err := filepath.Abs(p)
-		if err != nil {
-			continue
-		}
-		if a, err = filepath.EvalSymlinks(a); err != nil {
-			continue
-		}
-		if !within(a, "/tmp") && !within(a, "/var/tmp") {
-			continue // reachable anyway
-		}
-		if fi, err := os.Stat(a); err == nil && fi.IsDir() && !slices.ContainsFunc(spec.Keep, func(k string) bool { return within(a, k) }) {
-			spec.Keep = slices.DeleteFunc(spec.Keep, func(k string) bool { return within(k, a) })
-			spec.Keep = append(spec.Keep, a)
-		}
-	}
+	keepFolders(job, dir, out, spec)
 	// What lies in the machine's /tmp is out of the job's reach already,
 	// unless a kept folder holds it.
 	reachable := func(p string) bool {
 		if !spec.Tmp || !within(p, "/tmp") && !within(p, "/var/tmp") {
 			return true
 		}
-		for _, k := range spec.Keep {
-			if within(p, k) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(spec.Keep, func(k string) bool { return within(p, k) })
 	}
-	runnerText := ""
-	// The Actions runner's folder (two levels above RUNNER_WORKSPACE, as
-	// hide.go's credentials), read-only but for the workspace, RUNNER_TEMP
-	// and the job's own folders, where they lie in it.
-	if ws := os.Getenv("RUNNER_WORKSPACE"); filepath.IsAbs(ws) {
-		root := filepath.Dir(filepath.Dir(filepath.Clean(ws)))
-		if r, err := filepath.EvalSymlinks(root); err == nil && root != "/" && isRunnerFolder(r) {
-			spec.RunnerRO = r
-			for _, p := range append([]string{ws, os.Getenv("RUNNER_TEMP"), dir, out}, spec.Keep...) {
-				if p == "" || !filepath.IsAbs(p) {
-					continue
-				}
-				if rp, err := filepath.EvalSymlinks(p); err == nil && within(rp, r) && rp != r && !slices.ContainsFunc(spec.RunnerRW, func(k string) bool { return within(rp, k) }) {
-					spec.RunnerRW = append(spec.RunnerRW, rp)
-				}
-			}
-			runnerText = "; the runner's folder read-only but for the workspace, RUNNER_TEMP and the job's folders: " + r
-		}
+	// A folder that holds the job's own (its folder, its run folder, a
+	// kept one) is the job's to write.
+	jobs := append([]string{absDir(dir), out}, spec.Keep...)
+	holdsJobs := func(p string) bool {
+		return slices.ContainsFunc(jobs, func(k string) bool { return k != "" && within(k, p) })
 	}
+	runnerText := runnerFolder(dir, out, spec)
 	// The store's folder, read-only, unless the job's own folders lie in
 	// it (a store in the repository): then the job could rewrite it, and
 	// the isolation line says so.
@@ -228,20 +171,18 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		runnerText += "; the baseline store's folder is not made read-only: its location came from -db-file or $GPUGATE_DB, and would be named on the init's command line"
 	}
 	for _, d := range folders {
-		if slices.ContainsFunc(append([]string{absDir(dir), out}, spec.Keep...), func(k string) bool { return k != "" && within(k, d) }) {
+		if holdsJobs(d) {
 			inJob = append(inJob, d)
 			continue
 		}
 		ro = append(ro, d)
 	}
 	cover = slices.DeleteFunc(cover, func(p string) bool { return !reachable(p) })
-	ro = slices.DeleteFunc(ro, func(p string) bool { return !reachable(p) })
-	// A folder that holds the job's own (gpugate built into the job's
-	// folder, as scripts/e2e-torch2.sh does) stays writable: read-only,
-	// it made the job's run folder read-only, and no trace was written.
-	ro = slices.DeleteFunc(ro, func(p string) bool {
-		return slices.ContainsFunc(append([]string{absDir(dir), out}, spec.Keep...), func(k string) bool { return k != "" && within(k, p) })
-	})
+	// A read-only folder that holds the job's own (gpugate built into the
+	// job's folder, as scripts/e2e-torch2.sh does) stays writable:
+	// read-only, it made the job's run folder read-only, and no trace
+	// was written.
+	ro = slices.DeleteFunc(ro, func(p string) bool { return !reachable(p) || holdsJobs(p) })
 	spec.Hide = append(spec.Hide, cover...)
 	spec.RO = ro
 	if spec.Tmp {
@@ -268,6 +209,77 @@ func jobReach(job Job, out string, iso isolation, spec *initSpec) (text, warning
 		text += hostNet
 	}
 	return escape.Terminal(text), "", nil
+}
+
+// keepFolders adds to spec.Keep the folders under /tmp and /var/tmp that
+// stay in the job's private ones: its folder (dir), its run folder (out),
+// gpugate's own (job.keep), the folders on gpugate's PATH (the
+// workflow's, not perf.yaml's) with the parent of a .../bin (a virtual
+// environment's or a toolchain's root), and the folders of the programs
+// gpugate starts (nsys, the job's first program where a path names it),
+// each by its real path, none twice.
+func keepFolders(job Job, dir, out string, spec *initSpec) {
+	var path []string
+	for _, p := range filepath.SplitList(os.Getenv("PATH")) {
+		if filepath.IsAbs(p) {
+			p = filepath.Clean(p)
+			if d := filepath.Dir(p); filepath.Base(p) == "bin" && (within(d, "/tmp") || within(d, "/var/tmp")) && d != "/tmp" && d != "/var/tmp" {
+				p = d
+			}
+			path = append(path, p)
+		}
+	}
+	for _, p := range []string{job.NsysPath, first(job.Args)} {
+		if filepath.IsAbs(p) {
+			path = append(path, filepath.Dir(p))
+		}
+	}
+	for _, p := range append(append([]string{dir, out}, job.keep...), path...) {
+		if p == "" {
+			continue
+		}
+		a, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if a, err = filepath.EvalSymlinks(a); err != nil {
+			continue
+		}
+		if !within(a, "/tmp") && !within(a, "/var/tmp") {
+			continue // reachable anyway
+		}
+		if fi, err := os.Stat(a); err == nil && fi.IsDir() && !slices.ContainsFunc(spec.Keep, func(k string) bool { return within(a, k) }) {
+			spec.Keep = slices.DeleteFunc(spec.Keep, func(k string) bool { return within(k, a) })
+			spec.Keep = append(spec.Keep, a)
+		}
+	}
+}
+
+// runnerFolder makes the Actions runner's folder (two levels above
+// RUNNER_WORKSPACE, as hide.go's credentials) read-only but for the
+// workspace, RUNNER_TEMP and the job's own folders where they lie in it
+// (spec.RunnerRO, RunnerRW), and returns the words the isolation line
+// gets; nothing where RUNNER_WORKSPACE names no runner's folder.
+func runnerFolder(dir, out string, spec *initSpec) string {
+	ws := os.Getenv("RUNNER_WORKSPACE")
+	if !filepath.IsAbs(ws) {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(filepath.Clean(ws)))
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil || root == "/" || !isRunnerFolder(r) {
+		return ""
+	}
+	spec.RunnerRO = r
+	for _, p := range append([]string{ws, os.Getenv("RUNNER_TEMP"), dir, out}, spec.Keep...) {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		if rp, err := filepath.EvalSymlinks(p); err == nil && within(rp, r) && rp != r && !slices.ContainsFunc(spec.RunnerRW, func(k string) bool { return within(rp, k) }) {
+			spec.RunnerRW = append(spec.RunnerRW, rp)
+		}
+	}
+	return "; the runner's folder read-only but for the workspace, RUNNER_TEMP and the job's folders: " + r
 }
 
 // within reports whether p is dir or below it.
