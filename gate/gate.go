@@ -140,7 +140,11 @@ type Report struct {
 	Mismatch []string `json:"mismatch"`
 	// SampleUnit is what the tests were over: "run" (each run's mean
 	// step) or "pair" (each A/B pair's log-ratio).
-	SampleUnit    string         `json:"sample_unit"`
+	SampleUnit string `json:"sample_unit"`
+	// Paired: the runs were made in pairs (ab), and a pair is kept or
+	// left out whole (select.go), whatever unit a metric's test could
+	// use (a side with an incomplete pair is judged by runs).
+	Paired        bool           `json:"paired,omitempty"`
 	Noise         string         `json:"noise"`
 	Metrics       []stats.Result `json:"metrics"`
 	Decomposition Decomposition  `json:"decomposition"`
@@ -373,6 +377,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 	}
 	rep := &Report{Baseline: describe(base), Candidate: describe(cand), Alpha: opt.Thresholds.Alpha,
 		Mismatch: []string{}, Warnings: []string{}, Findings: []Finding{}}
+	rep.Paired = opt.Thresholds.Paired
 	if opt.IDs != nil {
 		ids := *opt.IDs
 		rep.RunIDs = &ids
@@ -416,6 +421,7 @@ func Compare(base, cand []Run, opt Options) *Report {
 		}
 		rep.Metrics = append(rep.Metrics, res)
 	}
+	in.contended = rep.Timing != nil && rep.Timing.Contended
 	rep.RunsLeftOut = rep.leftOut(in, clocksWhy)
 	rep.Warnings = append(rep.Warnings, AbsentGateWarnings(rep, gates)...)
 	rep.Verdict = stats.Overall(rep.Metrics)

@@ -250,29 +250,37 @@ const maxBusyList = 200
 // then how many more, by name.
 func busyList(side []string, n int, name func(int) string) string {
 	var out, rest []string
-	used := 0
+	used, more := 0, 0
 	for i, r := range side {
 		if r == "" {
 			continue
 		}
-		b := []rune(fmt.Sprintf("%s: %s", name(i), r))
-		switch {
-		case len(rest) > 0 || (len(out) > 0 && used+len(b) > n):
-			rest = append(rest, name(i))
-			if len(rest) == 7 {
-				rest[6] = "…"
+		if more == 0 {
+			b := []rune(fmt.Sprintf("%s: %s", name(i), r))
+			switch {
+			case len(out) > 0 && used+len(b) > n:
+			case len(b) > n:
+				out = append(out, string(b[:n-1])+"…")
+				used += n
+				continue
+			default:
+				out = append(out, string(b))
+				used += len(b) + 2
+				continue
 			}
-		case len(b) > n:
-			out = append(out, string(b[:n-1])+"…")
-			used += n
-		default:
-			out = append(out, string(b))
-			used += len(b) + 2
+		}
+		// Past the list: counted, and only the first few named (a name
+		// may cost a scan of the side's ids, TimingRunName).
+		more++
+		switch {
+		case more < 7:
+			rest = append(rest, name(i))
+		case more == 7:
+			rest = append(rest, "…")
 		}
 	}
-	if len(rest) > 0 {
-		more := len(Busy(side)) - len(out)
-		return fmt.Sprintf("%s; and %d more: %s, named in the warnings", strings.Join(out, "; "), more, strings.Join(rest[:min(len(rest), 7)], ", "))
+	if more > 0 {
+		return fmt.Sprintf("%s; and %d more: %s, named in the warnings", strings.Join(out, "; "), more, strings.Join(rest, ", "))
 	}
 	return strings.Join(out, "; ")
 }

@@ -81,6 +81,11 @@ type selectIn struct {
 	host     Disturbed // profiled runs
 	timing   Disturbed // timing runs
 	paired   bool
+	// contended: step time was judged by the contention rule
+	// (Timing.Contended; contendedSamples): on every candidate timing
+	// run, and the baseline's quiet ones (every one when paired, or
+	// when none is quiet).
+	contended bool
 }
 
 // metric selects the runs metric m is judged on.
@@ -104,6 +109,11 @@ func (in selectIn) metric(m analysis.Metric) Selected {
 	}
 	if len(qb) > 0 && len(qc) > 0 {
 		s.Base, s.Cand = qb, qc
+	}
+	if s.Timing && in.contended && s.noVerdict() && !in.paired {
+		if q, _ := d.quietIdx(nb, 0, false); len(q) > 0 {
+			s.Base = q
+		}
 	}
 	return s
 }
@@ -140,15 +150,20 @@ func upTo(n int) []int {
 // is taken between 0 and MaxTimingRuns, so that no view (the Action's
 // trusted phase among them) allocates or loops by a forged number.
 func (rep *Report) selectIn() selectIn {
-	in := selectIn{nb: runCount(rep.Baseline.Runs), nc: runCount(rep.Candidate.Runs), paired: rep.SampleUnit == stats.UnitPair}
+	in := selectIn{nb: runCount(rep.Baseline.Runs), nc: runCount(rep.Candidate.Runs), paired: rep.Paired || rep.SampleUnit == stats.UnitPair}
 	if rep.HostBusy != nil {
 		in.host = *rep.HostBusy
 	}
 	if t := rep.Timing; t != nil {
-		in.ntb, in.ntc, in.timed = runCount(t.BaseRuns), runCount(t.CandRuns), t.Metrics
+		// Only the metrics Compare times (TimedMetrics): a forged
+		// timing.metrics naming a count would give the count no verdict
+		// by the timing runs' disturbances (ReapplyHost).
+		in.ntb, in.ntc = runCount(t.BaseRuns), runCount(t.CandRuns)
+		in.timed = slices.DeleteFunc(slices.Clone(t.Metrics), func(n string) bool { return !IsTimed(n) })
 		if t.Disturbed != nil {
 			in.timing = *t.Disturbed
 		}
+		in.contended = t.Contended
 	}
 	return in
 }
@@ -185,27 +200,25 @@ func pickIn[T any](xs []T, idx []int) []T {
 
 // leftOut lists every run the selection in left out of some metric, and
 // why, each by its name (RunName, TimingRunName): a disturbed run, or the
-// quiet half of a pair whose other run was, while each side kept a quiet
-// run; every timing run, when the timing runs' clocks kept step time on
-// the profiled runs (clocksWhy).
+// other half of a pair with a disturbed or missing run, where the
+// metric's selection (selectIn.metric) left it out; every timing run, when
+// the timing runs' clocks kept step time on the profiled runs
+// (clocksWhy). The profiled runs are read off a time metric judged on
+// them, the timing runs off step time.
 func (rep *Report) leftOut(in selectIn, clocksWhy string) []LeftOutRun {
 	var out []LeftOutRun
-	add := func(timing bool, d Disturbed, nb, nc int, metrics string) {
-		qb, qc := d.quietIdx(nb, nc, in.paired)
-		if !d.any() || len(qb) == 0 || len(qc) == 0 {
-			return // nothing left out: every run judged (without a verdict when a side had no quiet one)
-		}
+	add := func(s Selected, d Disturbed, nb, nc int, metrics string) {
 		for _, side := range []struct {
 			name, other string
 			n           int
 			kept        []int
 			own, theirs []string
-		}{{"baseline", "candidate", nb, qb, d.Base, d.Cand}, {"candidate", "baseline", nc, qc, d.Cand, d.Base}} {
+		}{{"baseline", "candidate", nb, s.Base, d.Base, d.Cand}, {"candidate", "baseline", nc, s.Cand, d.Cand, d.Base}} {
 			for i := range side.n {
 				if slices.Contains(side.kept, i) {
 					continue
 				}
-				why := ""
+				var why string
 				switch {
 				case i < len(side.own) && side.own[i] != "":
 					why = side.own[i]
@@ -217,18 +230,24 @@ func (rep *Report) leftOut(in selectIn, clocksWhy string) []LeftOutRun {
 					continue
 				}
 				name := rep.RunName(side.name, i)
-				if timing {
+				if s.Timing {
 					name = rep.TimingRunName(side.name, i)
 				}
-				out = append(out, LeftOutRun{Side: side.name, Run: name, Timing: timing, Metrics: metrics, Why: why})
+				out = append(out, LeftOutRun{Side: side.name, Run: name, Timing: s.Timing, Metrics: metrics, Why: why})
 			}
 		}
 	}
-	if slices.ContainsFunc(analysis.Metrics, func(m analysis.Metric) bool { return IsTime(m) && !slices.Contains(in.timed, m.Name) }) {
-		add(false, in.host, in.nb, in.nc, "the time metrics")
+	for _, m := range analysis.Metrics {
+		if IsTime(m) && !slices.Contains(in.timed, m.Name) {
+			add(in.metric(m), in.host, in.nb, in.nc, "the time metrics")
+			break
+		}
 	}
-	if len(in.timed) > 0 {
-		add(true, in.timing, in.ntb, in.ntc, strings.Join(in.timed, ", "))
+	for _, name := range in.timed {
+		if m, ok := analysis.MetricByName(name); ok {
+			add(in.metric(m), in.timing, in.ntb, in.ntc, strings.Join(in.timed, ", "))
+			break
+		}
 	}
 	if clocksWhy != "" {
 		for _, side := range []struct {

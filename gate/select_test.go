@@ -132,7 +132,7 @@ func TestSelectionNames(t *testing.T) {
 func TestSelectionForgedCounts(t *testing.T) {
 	for _, n := range []int{-1, 1 << 40} {
 		rep := &Report{Baseline: Side{Runs: n}, Candidate: Side{Runs: n}, HostBusy: &Disturbed{Cand: []string{"busy"}},
-			Timing: &Timing{Metrics: []string{"step_time"}, BaseRuns: n, CandRuns: n, Disturbed: &Disturbed{Base: []string{"busy"}}},
+			Timing:  &Timing{Metrics: []string{"step_time"}, BaseRuns: n, CandRuns: n, Disturbed: &Disturbed{Base: []string{"busy"}}},
 			Metrics: []stats.Result{{Name: "step_time", Verdict: stats.Regression}, {Name: "data_wait", Verdict: stats.Pass}}}
 		rep.ReapplyHost()
 		m, _ := analysis.MetricByName("step_time")

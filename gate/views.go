@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/gpugate/gpugate/analysis"
 	"github.com/gpugate/gpugate/runcond"
@@ -187,6 +186,22 @@ func (rep *Report) TimingRunName(side string, i int) string {
 	return fmt.Sprintf("run %d's timing run %d", ids[i], k+1)
 }
 
+// ordinals are, for each of ids, how many equal ids come before it (k)
+// and how many there are (n): one pass, where TimingRunName scans ids for
+// each run.
+func ordinals(ids []int64) (k, n []int) {
+	k, n = make([]int, len(ids)), make([]int, len(ids))
+	seen := map[int64]int{}
+	for i, id := range ids {
+		k[i] = seen[id]
+		seen[id]++
+	}
+	for i, id := range ids {
+		n[i] = seen[id]
+	}
+	return k, n
+}
+
 // runNames names the runs of either side, the timing runs (timing) or
 // the profiled ones.
 func (rep *Report) runNames(timing bool) func(side string, i int) string {
@@ -213,18 +228,20 @@ func (rep *Report) JudgedNames(m analysis.Metric, nb, nc int) (b, c []string) {
 		if len(idx) != want {
 			return nil
 		}
-		var out []string
 		for _, i := range idx {
 			if i < 0 || i >= len(ids) {
 				return nil
 			}
+		}
+		var k, n []int
+		if s.Timing {
+			k, n = ordinals(ids)
+		}
+		var out []string
+		for _, i := range idx {
 			name := fmt.Sprintf("run %d", ids[i])
-			if s.Timing {
-				if t := rep.TimingRunName(side, i); strings.HasSuffix(t, "'s timing run") {
-					name = fmt.Sprintf("run %d", ids[i])
-				} else {
-					name = fmt.Sprintf("run %d.%s", ids[i], t[strings.LastIndexByte(t, ' ')+1:])
-				}
+			if s.Timing && n[i] > 1 {
+				name = fmt.Sprintf("run %d.%d", ids[i], k[i]+1)
 			}
 			out = append(out, name)
 		}
