@@ -157,6 +157,11 @@ type Baseline struct {
 	// "pass" (the default: verdict no-baseline, exit 0, with a warning)
 	// or "fail" (exit 2).
 	OnMissing string `yaml:"on_missing"`
+	// WaitQuiet is how long a recording (baseline refresh, run
+	// -record-baseline) whose every run was disturbed may wait for a
+	// quiet host and run again, counted from its first run's start; 0:
+	// it records the disturbed runs at once (exit 3).
+	WaitQuiet Duration `yaml:"wait_quiet"`
 
 	set map[string]bool // keys present in the file
 }

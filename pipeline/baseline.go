@@ -378,6 +378,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ex, err = p.waitQuiet(ctx, ex); err != nil {
+		return nil, err
+	}
 	oc, err := judge(ctx, o, ex, store, p)
 	if oc != nil {
 		oc.Out = ex.Out

@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -326,4 +327,21 @@ func (j *jobSched) fill(h *runcond.Host) {
 	}
 	c, w := float64(cpu)/1e9, float64(wait)/1e9
 	h.JobCPUSec, h.JobWaitSec, h.JobThreads = &c, &w, len(j.last)
+}
+
+// SampleHost measures the host over d while gpugate runs no job: what
+// its CPUs were busy with beyond gpugate's own (runcond.Host, as a run's
+// host is measured). A recording that waits for a quiet host
+// (baseline.wait_quiet) judges each sample as it would judge a run's
+// host. Nil when ctx ends first.
+func SampleHost(ctx context.Context, d time.Duration) *runcond.Host {
+	a := readHost()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+	}
+	return hostConditions(a, readHost())
 }
