@@ -13,9 +13,9 @@ import (
 // their values, each metric is judged on, and why every run left out was
 // left out. Compare judges what it selects; everything that shows or
 // judges again what a verdict compared reads the same step, rebuilt from
-// the report (Report.selection): the Action's stored samples and Rejudge
+// the report (Report.selectIn): the Action's stored samples and Rejudge
 // (JudgedSamples), the comment's and report.md's step chart (StepSeries)
-// and its run bars (JudgedIDs), the dashboard and baseline list and show
+// and its run bars (JudgedNames), the dashboard and baseline list and show
 // (JudgedValue, one stored run at a time). Issue 36: the selection used to
 // be interleaved with the judging, over gate.go, host.go and timing.go.
 //
@@ -32,10 +32,10 @@ import (
 // each side, among the timing runs when Timing, else among the profiled
 // runs.
 type Selected struct {
-	Metric string `json:"metric"`
-	Timing bool   `json:"timing,omitempty"`
-	Base   []int  `json:"baseline"`
-	Cand   []int  `json:"candidate"`
+	Metric string
+	Timing bool
+	Base   []int
+	Cand   []int
 	// quietBase and quietCand are the quiet runs of each side among those
 	// of the metric's kind; busy the disturbances that bear on the metric
 	// (none for a count, or when no run of its kind was disturbed).
