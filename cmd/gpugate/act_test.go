@@ -149,7 +149,7 @@ func TestActionUnderAct(t *testing.T) {
 	// The Action's path is this test's subject, not the host's load
 	// (run_demo_host tests that): every run counts for the time metrics,
 	// disturbed or not (docs/verdicts.md §5c).
-	actCfg += "host:\n  other_cpu: 100%\n  cpu_pressure: 100%\n"
+	actCfg += "host:\n  other_cpu: 100%\n  cpu_pressure: 100%\n  steal: 100%\n  cpu_throttled: 100%\n"
 	write("examples/demo/perf-act.yaml", actCfg)
 	steps := `      - uses: actions/checkout@v4
       - id: gpugate

@@ -108,6 +108,8 @@ allowances:
 host:
   other_cpu: 100%
   cpu_pressure: 100%
+  steal: 100%
+  cpu_throttled: 100%
 `), 0o644)
 	r.base = commit("0.03", "fast")
 	git("checkout", "-q", "-b", "feat")

@@ -345,6 +345,8 @@ workloads:
 host:
   other_cpu: 100%
   cpu_pressure: 100%
+  steal: 100%
+  cpu_throttled: 100%
 `), 0o644)
 		return p
 	}

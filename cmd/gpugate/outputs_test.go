@@ -91,6 +91,8 @@ workloads:
 host:
   other_cpu: 100%
   cpu_pressure: 100%
+  steal: 100%
+  cpu_throttled: 100%
 `), 0o644)
 	db := filepath.Join(dir, "b.db")
 	var o, e bytes.Buffer

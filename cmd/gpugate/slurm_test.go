@@ -62,6 +62,8 @@ allowances:
 host:
   other_cpu: 100%
   cpu_pressure: 100%
+  steal: 100%
+  cpu_throttled: 100%
 `
 }
 

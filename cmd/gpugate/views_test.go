@@ -56,7 +56,7 @@ func TestViewsOneValue(t *testing.T) {
 	// points are exactly the verdict's run values.
 	perf := func(repeat int) string {
 		return "version: 1\nworkloads:\n  - name: loop\n    command: [\"/usr/bin/python3\", \"train.py\"]\n    profiler: torch\n    warmup_steps: 2\n    measure_steps: 8\n    timeout: 2m\n    repeat: " +
-			strconv.Itoa(repeat) + "\nbaseline:\n  runs: 3\nallowances:\n  step_time: 90%\n  cpu_wait: 90%\nhost:\n  other_cpu: 100%\n  cpu_pressure: 100%\n"
+			strconv.Itoa(repeat) + "\nbaseline:\n  runs: 3\nallowances:\n  step_time: 90%\n  cpu_wait: 90%\nhost:\n  other_cpu: 100%\n  cpu_pressure: 100%\n  steal: 100%\n  cpu_throttled: 100%\n"
 	}
 	write(t, filepath.Join(dir, "base.yaml"), perf(3))
 	write(t, filepath.Join(dir, "perf.yaml"), perf(1))
