@@ -221,7 +221,10 @@ func TestSlurmNsys(t *testing.T) {
 		Slurm: &Slurm{Nodes: 2, TasksPerNode: 1, Time: 5 * time.Minute, QueueTimeout: time.Minute},
 	})
 	if err != nil {
-		t.Fatalf("Run: %v\n%s", err, log.String())
+		// Every task's output (the error names the first task to fail,
+		// which may be the one that saw the other die).
+		jl, _ := os.ReadFile(filepath.Join(out, "job.log"))
+		t.Fatalf("Run: %v\n%s\njob.log:\n%s", err, log.String(), jl)
 	}
 	want := []string{filepath.Join(out, "report-0.sqlite"), filepath.Join(out, "report-1.sqlite")}
 	if strings.Join(res.Traces, " ") != strings.Join(want, " ") {
