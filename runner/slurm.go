@@ -600,6 +600,9 @@ func failedNode(je *Error, log string) {
 		first = fails[i]
 	}
 	je.What += fmt.Sprintf(": on node %s, task %s: %s", escape.Terminal(first.node), first.task, escape.Terminal(first.what))
+	if slices.Contains(byTask[first.task], "Agent launcher failed.") {
+		je.What += fmt.Sprintf("; nsys on node %s could not start its agent: an nsys killed there earlier (a job's timeout, scancel) can leave its shared-memory registry /dev/shm/NSys-<version> behind, and every later nsys on the node then fails so; remove it on the node when no nsys runs there (a local run is immune: its job has a /dev/shm of its own)", escape.Terminal(first.node))
+	}
 	if lines := byTask[first.task]; len(lines) > 0 {
 		je.Tail = nil
 		for _, l := range lines {

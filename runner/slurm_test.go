@@ -435,3 +435,23 @@ func TestRendezvousPortBelowEphemeral(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmNsysAgentHint: a node whose nsys cannot start its agent
+// ("Agent launcher failed.", as every nsys 2022.4 on this machine said
+// after a killed one left /dev/shm/NSys-2022.4.2.1 behind, until it was
+// removed) is named, with the stale registry and what to do. The log is
+// the one TestSlurmNsys's job wrote then.
+func TestSlurmNsysAgentHint(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "job.log")
+	os.WriteFile(log, []byte("srun: error: n1: task 0: Exited with exit code 1\nsrun: launch/slurm: _step_signal: Terminating StepId=1.3\nsrun: error: n2: task 1: Exited with exit code 1\n0: Agent launcher failed.\n1: Agent launcher failed.\n"), 0o644)
+	je := &Error{Job: "ddp-nsys", What: "failed: exit status 1", Log: log}
+	failedNode(je, log)
+	if !strings.Contains(je.What, "on node n1, task 0: Exited with exit code 1; nsys on node n1 could not start its agent") || !strings.Contains(je.What, "/dev/shm/NSys-<version>") {
+		t.Errorf("error %q: want node n1 named, with the stale nsys registry", je.What)
+	}
+	os.WriteFile(log, []byte("srun: error: n1: task 0: Exited with exit code 1\n0: Traceback: Agent launcher failed in my code\n"), 0o644)
+	je = &Error{Job: "ddp", What: "failed: exit status 1", Log: log}
+	if failedNode(je, log); strings.Contains(je.What, "/dev/shm") {
+		t.Errorf("error %q: a job's own line is not nsys's", je.What)
+	}
+}
