@@ -53,7 +53,10 @@ run() {
 }
 
 for how in $hows; do
-	run "$how" "ddp-$how" main 0 -record-baseline || continue
+	# A recording on a busy machine (every run disturbed) exits 3 and
+	# stores its runs all the same (docs/verdicts.md §5c); the checks below
+	# are of the ranks, the profilers and the fingerprint.
+	run "$how" "ddp-$how" main '0|3' -record-baseline || continue
 	n=$(grep -c 'profiler started at the first optimizer step' "$how/job.log" || true)
 	if [ "$n" != 2 ] || ! grep -q 'rank 0 of 2: profiler started' "$how/job.log" || ! grep -q 'rank 1 of 2: profiler started' "$how/job.log"; then
 		log "FAIL: $how: $n profilers started, want exactly ranks 0 and 1 of 2 (a launcher must not profile)"; fail=1

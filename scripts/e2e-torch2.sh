@@ -135,8 +135,11 @@ sed 's/^    repeat: 1$/    repeat: 1\n    flops: true\n    samples_per_step: 32/
 grep -q '^    flops: true$' perf-flops.yaml || { log "FAIL: could not add flops: true to perf.yaml"; fail=1; }
 rc=0
 ./gpugate run -config perf-flops.yaml -db flops.db -out flops -record-baseline >flops.out 2>flops.err || rc=$?
-log "flops   exit $rc (want 0); $(grep -ho 'profiling overhead [^;]*' flops.err | head -1)"
-if [ "$rc" != 0 ]; then log "FAIL: the flops run exited $rc"; tail -n 20 flops.out flops.err >&2; fail=1; fi
+# A recording whose every run was disturbed (a busy machine: scripts/busy.sh)
+# exits 3 and stores its runs all the same (docs/verdicts.md §5c); what is
+# checked here is the FLOPs, which the host's load does not move.
+log "flops   exit $rc (want 0|3); $(grep -ho 'profiling overhead [^;]*' flops.err | head -1)"
+if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then log "FAIL: the flops run exited $rc"; tail -n 20 flops.out flops.err >&2; fail=1; fi
 python3 - flops/analysis.json <<'PY' || fail=1
 import json, sys
 p = json.load(open(sys.argv[1]))["profiles"][0]
