@@ -434,9 +434,8 @@ func Compare(base, cand []Run, opt Options) *Report {
 	// run.
 	bi, ci, fromBusy := in.timeRuns()
 	tb, tc := pick(base, bi), pick(cand, ci)
-	if fromBusy {
-		qb, qc := in.host.quietIdx(in.nb, in.nc, in.paired)
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("where the step time went, the ranks line, the headline and throughput come from disturbed runs (%s): they show the busy host as much as the code", disturbedSides(len(qb), len(qc))))
+	if fromBusy != "" {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("where the step time went, the ranks line, the headline and throughput come from disturbed runs (%s): they show the busy host as much as the code", fromBusy))
 	}
 	rep.Decomposition = decompose(tb, tc)
 	rep.Kernels = kernelDiff(base, cand, opt.TopKernels)

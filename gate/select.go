@@ -121,16 +121,17 @@ func (in selectIn) metric(m analysis.Metric) Selected {
 // timeRuns are the profiled runs that what is read as time comes from
 // (where the step time went, the findings' shares, the ranks line, the
 // nodes, the headline, throughput): the quiet ones, as the time metrics'
-// are; every run when a side has none, and then fromBusy says so.
-func (in selectIn) timeRuns() (b, c []int, fromBusy bool) {
+// are; every run when a side has none, and then fromBusy says which
+// sides had none (disturbedSides).
+func (in selectIn) timeRuns() (b, c []int, fromBusy string) {
 	if !in.host.any() {
-		return upTo(in.nb), upTo(in.nc), false
+		return upTo(in.nb), upTo(in.nc), ""
 	}
 	qb, qc := in.host.quietIdx(in.nb, in.nc, in.paired)
 	if len(qb) > 0 && len(qc) > 0 {
-		return qb, qc, false
+		return qb, qc, ""
 	}
-	return upTo(in.nb), upTo(in.nc), true
+	return upTo(in.nb), upTo(in.nc), disturbedSides(len(qb), len(qc))
 }
 
 // upTo is 0, 1, …, n-1; none for n below 1, and at most MaxTimingRuns

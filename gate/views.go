@@ -171,19 +171,11 @@ func (rep *Report) TimingRunName(side string, i int) string {
 	if i < 0 || i >= len(ids) {
 		return fmt.Sprintf("timing run %d", i+1)
 	}
-	k, n := 0, 0
-	for j, id := range ids {
-		if id == ids[i] {
-			n++
-			if j < i {
-				k++
-			}
-		}
-	}
-	if n == 1 {
+	k, n := ordinals(ids)
+	if n[i] == 1 {
 		return fmt.Sprintf("run %d's timing run", ids[i])
 	}
-	return fmt.Sprintf("run %d's timing run %d", ids[i], k+1)
+	return fmt.Sprintf("run %d's timing run %d", ids[i], k[i]+1)
 }
 
 // ordinals are, for each of ids, how many equal ids come before it (k)
