@@ -64,6 +64,14 @@ func TestSelectionOneStep(t *testing.T) {
 	if !slices.Equal(bn, []string{"run 9", "run 8", "run 7"}) || !slices.Equal(cn, []string{"run 13", "run 14"}) {
 		t.Errorf("step_time's run means named %q → %q; want run 9, 8, 7 → run 13, 14", bn, cn)
 	}
+	// repeat: auto's candidate: timing run 3 was made after the last
+	// profiled run and stored with none (0): named by position, the
+	// others by their run.
+	auto := *rep
+	auto.RunIDs = &RunIDs{Baseline: ids.Baseline, Candidate: ids.Candidate, BaselineTiming: ids.BaselineTiming, CandidateTiming: []int64{12, 13, 0}}
+	if _, cn = auto.JudgedNames(m, len(st.Baseline.RunMeans), len(st.Candidate.RunMeans)); !slices.Equal(cn, []string{"run 13", "timing run 3"}) {
+		t.Errorf("step_time's candidate run means named %q; want run 13, timing run 3", cn)
+	}
 	// data_wait (a time from the traces): runs 9, 7 against 12, 13.
 	dw := rep.metric("data_wait")
 	dm, _ := analysis.MetricByName("data_wait")
@@ -118,8 +126,11 @@ func TestSelectionNames(t *testing.T) {
 	if !slices.Equal(rep.RunsLeftOut, want) {
 		t.Errorf("paired runs left out:\n%+v\nwant\n%+v", rep.RunsLeftOut, want)
 	}
-	r := &Report{RunIDs: &RunIDs{CandidateTiming: []int64{5, 5, 6}}}
-	for i, w := range []string{"run 5's timing run 1", "run 5's timing run 2", "run 6's timing run", "timing run 4"} {
+	// 0: a timing run stored with no run (repeat: auto's after the last
+	// profiled run), named by position and said so; never "run 0", and not
+	// counted among run 6's.
+	r := &Report{RunIDs: &RunIDs{CandidateTiming: []int64{5, 5, 6, 0, 0}}}
+	for i, w := range []string{"run 5's timing run 1", "run 5's timing run 2", "run 6's timing run", "timing run 4 (not stored)", "timing run 5 (not stored)", "timing run 6"} {
 		if got := r.TimingRunName("candidate", i); got != w {
 			t.Errorf("timing run %d named %q, want %q", i, got, w)
 		}

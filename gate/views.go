@@ -129,7 +129,9 @@ func (rep *Report) StepRuns() string {
 // report, baseline list and show and the dashboard all call a run by its
 // id. A side whose runs are not stored has none. BaselineTiming and
 // CandidateTiming are, for each timing run of a side in order, the id of
-// the stored run it was stored with; none where unknown.
+// the stored run it was stored with, 0 for one not stored (repeat: auto
+// stores a candidate's timing runs with its profiled runs, and those made
+// after its last profiled run with none); none where unknown.
 type RunIDs struct {
 	Baseline        []int64 `json:"baseline"`
 	Candidate       []int64 `json:"candidate"`
@@ -165,11 +167,15 @@ func (rep *Report) RunName(side string, i int) string {
 
 // TimingRunName is timing run i (from 0) of a side by the stored run it
 // was stored with: "run 7's timing run", or "run 7's timing run 2" where
-// run 7 has several; "timing run N" by position where unknown.
+// run 7 has several; "timing run N (not stored)" by position for one
+// stored with none, "timing run N" where unknown.
 func (rep *Report) TimingRunName(side string, i int) string {
 	ids := rep.ids(side, true)
 	if i < 0 || i >= len(ids) {
 		return fmt.Sprintf("timing run %d", i+1)
+	}
+	if ids[i] == 0 {
+		return fmt.Sprintf("timing run %d (not stored)", i+1)
 	}
 	k, n := ordinals(ids)
 	if n[i] == 1 {
@@ -180,11 +186,14 @@ func (rep *Report) TimingRunName(side string, i int) string {
 
 // ordinals are, for each of ids, how many equal ids come before it (k)
 // and how many there are (n): one pass, where TimingRunName scans ids for
-// each run.
+// each run. 0, no stored run, is never counted as one.
 func ordinals(ids []int64) (k, n []int) {
 	k, n = make([]int, len(ids)), make([]int, len(ids))
 	seen := map[int64]int{}
 	for i, id := range ids {
+		if id == 0 {
+			continue
+		}
 		k[i] = seen[id]
 		seen[id]++
 	}
@@ -206,7 +215,8 @@ func (rep *Report) runNames(timing bool) func(side string, i int) string {
 // JudgedNames are the names of the runs behind metric m's run means
 // (stats.Summary.RunMeans), each side's in order, as its selection
 // (select.go) took them: "run 7" by store id, a timing run as its stored
-// run's ("run 7", or "run 7.2" for the second of run 7's). A side is nil
+// run's ("run 7", or "run 7.2" for the second of run 7's; "timing run 3"
+// by position for one not stored). A side is nil
 // where a run of it has no id, or where the selection's runs are not as
 // many as want (nb, nc: the run means): the caller then names them by
 // position.
@@ -232,7 +242,9 @@ func (rep *Report) JudgedNames(m analysis.Metric, nb, nc int) (b, c []string) {
 		var out []string
 		for _, i := range idx {
 			name := fmt.Sprintf("run %d", ids[i])
-			if s.Timing && n[i] > 1 {
+			if s.Timing && ids[i] == 0 {
+				name = fmt.Sprintf("timing run %d", i+1) // not stored
+			} else if s.Timing && n[i] > 1 {
 				name = fmt.Sprintf("run %d.%d", ids[i], k[i]+1)
 			}
 			out = append(out, name)

@@ -584,7 +584,7 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 // quiet.
 func noQuietRun(c *config.Config, ex *Execution) string {
 	quiet := func(ds []string) bool { return slices.Contains(ds, "") }
-	ids := &gate.Report{RunIDs: &gate.RunIDs{Candidate: ex.RunIDs, CandidateTiming: ex.timingIDs}}
+	ids := &gate.Report{RunIDs: &gate.RunIDs{Candidate: ex.RunIDs, CandidateTiming: timingIDs(ex.timingIDs, len(ex.Timing))}}
 	name := func(timing bool) func(int) string {
 		if timing {
 			return func(i int) string { return ids.TimingRunName("candidate", i) }
@@ -651,7 +651,7 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 // runIDs are the store ids of a comparison's runs (gate.Report.RunIDs):
 // the baseline's picked runs, and the candidate's when every one of them
 // was recorded (a read-only store records none); of the timing runs, the
-// id of the run each was stored with, where every one was.
+// id of the run each was stored with (timingIDs).
 func runIDs(sel *Selection, ex *Execution) *gate.RunIDs {
 	ids := &gate.RunIDs{Baseline: []int64{}, Candidate: []int64{}}
 	for _, s := range sel.Stored {
@@ -660,13 +660,23 @@ func runIDs(sel *Selection, ex *Execution) *gate.RunIDs {
 	if len(ex.RunIDs) == len(ex.Runs) {
 		ids.Candidate = append(ids.Candidate, ex.RunIDs...)
 	}
-	if len(sel.TimingIDs) == len(sel.Timing) && len(sel.Timing) > 0 {
-		ids.BaselineTiming = slices.Clone(sel.TimingIDs)
-	}
-	if len(ex.timingIDs) == len(ex.Timing) && len(ex.Timing) > 0 {
-		ids.CandidateTiming = slices.Clone(ex.timingIDs)
-	}
+	ids.BaselineTiming = timingIDs(sel.TimingIDs, len(sel.Timing))
+	ids.CandidateTiming = timingIDs(ex.timingIDs, len(ex.Timing))
 	return ids
+}
+
+// timingIDs are, for each of n timing runs, the id of the run it was
+// stored with (ids, in order), 0 for each after them: repeat: auto stores
+// a candidate's timing runs with its profiled runs, and those made after
+// its last profiled run with none. nil where none was stored, or ids are
+// more than the runs.
+func timingIDs(ids []int64, n int) []int64 {
+	if len(ids) == 0 || len(ids) > n {
+		return nil
+	}
+	out := make([]int64, n)
+	copy(out, ids)
+	return out
 }
 
 // idList is ": run 7, run 6, run 5", the runs by their store ids.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpugate/gpugate/baseline"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/report"
 	"github.com/gpugate/gpugate/runcond"
@@ -276,5 +277,34 @@ func TestTimingRunCombinesWaits(t *testing.T) {
 	res.Timing[1].WaitMs, res.Timing[1].CPUMs = nil, nil
 	if tr, _ := timingRun(res, 0, 2); tr.WaitMs != nil || tr.CPUMs != nil {
 		t.Errorf("one rank without waits: %v / %v, want none", tr.WaitMs, tr.CPUMs)
+	}
+}
+
+// repeat: auto stores a candidate's timing runs with its profiled runs;
+// those made after the last profiled run are stored with none. The report
+// still names every timing run it can by its run (issue 37's busy CI run
+// named all three "timing run 1…3" beside "run 4", "run 5", since one of
+// them had no id), and the unstored one by position, saying so.
+func TestRunIDsTimingNotStored(t *testing.T) {
+	tr := gate.TimingRun{StepMs: []float64{1}, Ranks: 1, Clock: "host"}
+	ex := &Execution{Runs: make([]gate.Run, 2), RunIDs: []int64{4, 5}, timingIDs: []int64{4, 5}, Timing: []gate.TimingRun{tr, tr, tr}}
+	sel := &Selection{Stored: []baseline.Run{{ID: 1}, {ID: 2}}, Timing: []gate.TimingRun{tr, tr}, TimingIDs: []int64{1, 2}}
+	ids := runIDs(sel, ex)
+	if !slices.Equal(ids.CandidateTiming, []int64{4, 5, 0}) || !slices.Equal(ids.BaselineTiming, []int64{1, 2}) {
+		t.Fatalf("timing ids %v → %v, want [1 2] → [4 5 0]", ids.BaselineTiming, ids.CandidateTiming)
+	}
+	rep := &gate.Report{RunIDs: ids}
+	var names []string
+	for i := range 3 {
+		names = append(names, rep.TimingRunName("candidate", i))
+	}
+	if want := []string{"run 4's timing run", "run 5's timing run", "timing run 3 (not stored)"}; !slices.Equal(names, want) {
+		t.Errorf("candidate timing runs named %q, want %q", names, want)
+	}
+	// A read-only store stored none; ids beyond the runs are no map.
+	for _, got := range []*gate.RunIDs{runIDs(sel, &Execution{Timing: ex.Timing}), runIDs(sel, &Execution{Timing: ex.Timing[:1], timingIDs: []int64{4, 5}})} {
+		if got.CandidateTiming != nil {
+			t.Errorf("candidate timing ids %v, want none", got.CandidateTiming)
+		}
 	}
 }
