@@ -32,7 +32,7 @@ grep -q "\"$PY\"" "$work/perf.yaml" || { log "FAIL: examples/demo/perf.yaml has 
 cd "$work"
 export GPUGATE_BRANCH=main
 
-fail=0
+fail=0 slow_said=
 # run NAME WANT_EXIT [GPUGATE_DEMO]: one gpugate run; its output in NAME.out/.err
 run() {
 	local name=$1 want=$2 variant=${3:-} t0 rc=0
@@ -61,14 +61,16 @@ honest() {
 		if ! [[ $r =~ \ (pass|inconclusive)\ \( ]]; then log "FAIL: $name: the same code, yet: $r"; fail=1; fi ;;
 	slower)
 		if [[ $r =~ \ regression\ \( ]]; then
-			:
+			slow_said="a regression"
 		elif [[ $r =~ \[[^,]*,\ ([^]]+)\][[:space:]]+±([0-9.]+)%.*\ inconclusive\ \( ]] &&
 			awk -v hi="${BASH_REMATCH[1]}" -v a="${BASH_REMATCH[2]}" 'BEGIN { sub(/^\+/, "", hi); exit !(hi ~ /Inf|∞/ || hi + 0 > a + 0) }'; then
 			log "$name: inconclusive, honestly: the interval reaches past the allowance, so it holds the slowdown"
+			slow_said="inconclusive, its interval holding the slowdown"
 		elif [[ $r =~ \ inconclusive\ \( ]] && grep -q '^  step_time inconclusive: no time verdict: every \(candidate\|baseline\) run was disturbed' "$name.out"; then
 			# Beside other work (scripts/busy.sh) every run is disturbed:
 			# no time verdict, by design (docs/verdicts.md §5c).
 			log "$name: inconclusive, honestly: no time verdict, the host was busy: $(grep -o 'every candidate run was disturbed ([^;)]*' "$name.out" | head -n 1)"
+			slow_said="without a time verdict (a busy host)"
 		else
 			log "FAIL: $name: a slowdown, yet: $r"; fail=1
 		fi ;;
@@ -163,4 +165,4 @@ bash "$root/scripts/e2e-ddp.sh" "$PY" || { log "FAIL: scripts/e2e-ddp.sh"; fail=
 if [ "$fail" != 0 ]; then
 	exit 1
 fi
-log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: baseline recorded, rerun no regression, slow-loader, host-sync and leak fail for their reasons, the demo's FLOPs per step are the hand count"
+log "OK: torch $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null) through gpugate: 3 baseline runs stored, rerun no regression, slow-loader $slow_said, host-sync and leak fail for their reasons, the demo's FLOPs per step are the hand count"
