@@ -187,7 +187,7 @@ func (d Disturbed) any() bool {
 // Busy lists the disturbed runs of one side as "run N: why", by
 // position (from 1).
 func Busy(side []string) []string {
-	return BusyNamed(side, byPosition)
+	return BusyNamed(side, RunByPosition)
 }
 
 // BusyNamed lists the disturbed runs of one side as "NAME: why", run i
@@ -202,8 +202,9 @@ func BusyNamed(side []string, name func(int) string) []string {
 	return out
 }
 
-// byPosition names run i (from 0) by its position: "run 1".
-func byPosition(i int) string { return fmt.Sprintf("run %d", i+1) }
+// RunByPosition names run i (from 0) by its position, "run 1": a run
+// without a store id.
+func RunByPosition(i int) string { return fmt.Sprintf("run %d", i+1) }
 
 // hostBusyResult notes on a time metric's result which runs were left
 // out; when a side has no quiet run left, the result (computed over every

@@ -142,46 +142,74 @@ type RunIDs struct {
 // ids are the store ids of a side's runs (timing: of its timing runs'
 // stored runs); nil where unknown.
 func (rep *Report) ids(side string, timing bool) []int64 {
-	if rep == nil || rep.RunIDs == nil {
+	if rep == nil {
+		return nil
+	}
+	return rep.RunIDs.of(side, timing)
+}
+
+// of are the store ids of a side's runs (timing: of its timing runs'
+// stored runs); nil where unknown, on a nil RunIDs too.
+func (ids *RunIDs) of(side string, timing bool) []int64 {
+	if ids == nil {
 		return nil
 	}
 	switch {
 	case side == "candidate" && timing:
-		return rep.RunIDs.CandidateTiming
+		return ids.CandidateTiming
 	case side == "candidate":
-		return rep.RunIDs.Candidate
+		return ids.Candidate
 	case timing:
-		return rep.RunIDs.BaselineTiming
+		return ids.BaselineTiming
 	}
-	return rep.RunIDs.Baseline
+	return ids.Baseline
 }
 
 // RunName is run i (from 0) of a side ("baseline" or "candidate") by its
 // store id, "run 7"; "run N" by position (from 1) where ids are unknown.
 func (rep *Report) RunName(side string, i int) string {
-	if ids := rep.ids(side, false); i >= 0 && i < len(ids) {
-		return fmt.Sprintf("run %d", ids[i])
+	if rep == nil {
+		return RunByPosition(i)
 	}
-	return byPosition(i)
+	return rep.RunIDs.RunName(side, i)
+}
+
+// TimingRunName is timing run i (from 0) of a side by the stored run it
+// was stored with (RunIDs.TimingRunName).
+func (rep *Report) TimingRunName(side string, i int) string {
+	if rep == nil {
+		return (*RunIDs)(nil).TimingRunName(side, i)
+	}
+	return rep.RunIDs.TimingRunName(side, i)
+}
+
+// RunName is run i (from 0) of a side ("baseline" or "candidate") by its
+// store id, "run 7"; "run N" by position (from 1) where ids are unknown
+// (a nil ids too).
+func (ids *RunIDs) RunName(side string, i int) string {
+	if of := ids.of(side, false); i >= 0 && i < len(of) {
+		return fmt.Sprintf("run %d", of[i])
+	}
+	return RunByPosition(i)
 }
 
 // TimingRunName is timing run i (from 0) of a side by the stored run it
 // was stored with: "run 7's timing run", or "run 7's timing run 2" where
 // run 7 has several; "timing run N (not stored)" by position for one
-// stored with none, "timing run N" where unknown.
-func (rep *Report) TimingRunName(side string, i int) string {
-	ids := rep.ids(side, true)
-	if i < 0 || i >= len(ids) {
+// stored with none, "timing run N" where unknown (a nil ids too).
+func (ids *RunIDs) TimingRunName(side string, i int) string {
+	of := ids.of(side, true)
+	if i < 0 || i >= len(of) {
 		return fmt.Sprintf("timing run %d", i+1)
 	}
-	if ids[i] == 0 {
+	if of[i] == 0 {
 		return fmt.Sprintf("timing run %d (not stored)", i+1)
 	}
-	k, n := ordinals(ids)
+	k, n := ordinals(of)
 	if n[i] == 1 {
-		return fmt.Sprintf("run %d's timing run", ids[i])
+		return fmt.Sprintf("run %d's timing run", of[i])
 	}
-	return fmt.Sprintf("run %d's timing run %d", ids[i], k[i]+1)
+	return fmt.Sprintf("run %d's timing run %d", of[i], k[i]+1)
 }
 
 // ordinals are, for each of ids, how many equal ids come before it (k)

@@ -575,16 +575,13 @@ func judge(ctx context.Context, o Options, ex *Execution, store *baseline.Store,
 	return oc, nil
 }
 
-// noBaseline is the outcome of a run with nothing stored to compare with:
-// a stated verdict with the command that records a baseline, exit 0 unless
-// baseline.on_missing is fail.
 // noQuietRun says why a baseline of ex would have no quiet run to judge
 // time by: every profiled run was disturbed (gate.HostBusy), or the runs
 // were timed and every timing run was; "" when a run of each kind was
 // quiet.
 func noQuietRun(c *config.Config, ex *Execution) string {
 	quiet := func(ds []string) bool { return slices.Contains(ds, "") }
-	ids := &gate.Report{RunIDs: &gate.RunIDs{Candidate: ex.RunIDs, CandidateTiming: timingIDs(ex.timingIDs, len(ex.Timing))}}
+	ids := &gate.RunIDs{Candidate: ex.RunIDs, CandidateTiming: timingIDs(ex.timingIDs, len(ex.Timing))}
 	name := func(timing bool) func(int) string {
 		if timing {
 			return func(i int) string { return ids.TimingRunName("candidate", i) }
@@ -631,6 +628,9 @@ func busyBaseline(o Options, rep *gate.Report, branch, why string) {
 	rep.Warnings = append([]string{msg}, rep.Warnings...)
 }
 
+// noBaseline is the outcome of a run with nothing stored to compare with:
+// a stated verdict with the command that records a baseline, exit 0 unless
+// baseline.on_missing is fail.
 func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	c, w := o.Config, o.Workload
 	record := RecordCommand(c, w, o.DB)
@@ -647,7 +647,6 @@ func noBaseline(o Options, ex *Execution, where string) *Outcome {
 	return oc
 }
 
-// commitList is "@c1,c2" for the known commits, "" when none is known.
 // runIDs are the store ids of a comparison's runs (gate.Report.RunIDs):
 // the baseline's picked runs, and the candidate's when every one of them
 // was recorded (a read-only store records none); of the timing runs, the
@@ -691,6 +690,7 @@ func idList(ids []int64) string {
 	return ": " + strings.Join(s, ", ")
 }
 
+// commitList is "@c1,c2" for the known commits, "" when none is known.
 func commitList(commits []string) string {
 	var known []string
 	for _, c := range commits {

@@ -23,7 +23,7 @@ func ConditionsText(cs []*runcond.Conditions) []string {
 	if len(cs) == 0 {
 		return nil
 	}
-	return sideLines(cs, byPosition, func(s string) string { return fmt.Sprintf("%q", s) }, escape.Terminal)
+	return sideLines(cs, gate.RunByPosition, func(s string) string { return fmt.Sprintf("%q", s) }, escape.Terminal)
 }
 
 // conditionLines describes one run's GPU conditions, one line per GPU
@@ -207,9 +207,6 @@ func sideLines(cs []*runcond.Conditions, run func(int) string, name, txt func(st
 	}
 	return out
 }
-
-// byPosition names run i by its position, for runs without store ids.
-func byPosition(i int) string { return fmt.Sprintf("run %d", i+1) }
 
 // sideNames names a side's runs by their store ids (gate.Report.RunName).
 func sideNames(r *gate.Report, side string) func(int) string {
