@@ -139,13 +139,13 @@ type RunIDs struct {
 	CandidateTiming []int64 `json:"candidate_timing,omitempty"`
 }
 
-// ids are the store ids of a side's runs (timing: of its timing runs'
-// stored runs); nil where unknown.
-func (rep *Report) ids(side string, timing bool) []int64 {
+// ids are the report's store ids (RunIDs, whose methods take a nil one
+// as unknown); nil on a nil report too.
+func (rep *Report) ids() *RunIDs {
 	if rep == nil {
 		return nil
 	}
-	return rep.RunIDs.of(side, timing)
+	return rep.RunIDs
 }
 
 // of are the store ids of a side's runs (timing: of its timing runs'
@@ -165,22 +165,15 @@ func (ids *RunIDs) of(side string, timing bool) []int64 {
 	return ids.Baseline
 }
 
-// RunName is run i (from 0) of a side ("baseline" or "candidate") by its
-// store id, "run 7"; "run N" by position (from 1) where ids are unknown.
+// RunName is run i (from 0) of a side by its store id (RunIDs.RunName).
 func (rep *Report) RunName(side string, i int) string {
-	if rep == nil {
-		return RunByPosition(i)
-	}
-	return rep.RunIDs.RunName(side, i)
+	return rep.ids().RunName(side, i)
 }
 
 // TimingRunName is timing run i (from 0) of a side by the stored run it
 // was stored with (RunIDs.TimingRunName).
 func (rep *Report) TimingRunName(side string, i int) string {
-	if rep == nil {
-		return (*RunIDs)(nil).TimingRunName(side, i)
-	}
-	return rep.RunIDs.TimingRunName(side, i)
+	return rep.ids().TimingRunName(side, i)
 }
 
 // RunName is run i (from 0) of a side ("baseline" or "candidate") by its
@@ -254,7 +247,7 @@ func (rep *Report) JudgedNames(m analysis.Metric, nb, nc int) (b, c []string) {
 	}
 	s := rep.Selection(m)
 	names := func(side string, idx []int, want int) []string {
-		ids := rep.ids(side, s.Timing)
+		ids := rep.ids().of(side, s.Timing)
 		if len(idx) != want {
 			return nil
 		}
